@@ -1,0 +1,181 @@
+"""The docs site, tested as a reader would: build it with the documented command, serve it on
+127.0.0.1, open every page in headless Chromium with the network shut, and fail on a broken internal
+link, a missing image or other resource, math that did not render, a console error, or any request
+that leaves the machine. Screenshots of the home page and of one paper page are written to
+docs/_site/_screenshots/ (the test prints their paths).
+
+Skipped only outside CI when Chromium (or the `docs` extra) is missing; with CI=true a missing browser fails.
+"""
+from __future__ import annotations
+import csv, functools, html, http.server, os, re, shutil, subprocess, sys, tempfile, threading, time
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit, unquote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS, SITE, NBS = ROOT/'docs', ROOT/'docs'/'_site', ROOT/'nbs'
+SHOTS = SITE/'_screenshots'
+IN_CI = os.environ.get('CI') == 'true'
+CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
+
+# The flags that keep Chromium off the network (with the request filter below as a second fence).
+CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+                  '--disable-default-apps', '--disable-extensions', '--no-proxy-server',
+                  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1']
+
+def _missing_docs_extra():
+    import importlib.util
+    return [m for m in ('sphinx', 'myst_nb', 'furo', 'playwright') if importlib.util.find_spec(m) is None]
+
+if not IN_CI:
+    if not CHROMIUM: pytest.skip('chromium is not installed (apt-get install chromium); CI installs it', allow_module_level=True)
+    if _missing_docs_extra(): pytest.skip(f'the docs extra is not installed: {_missing_docs_extra()}', allow_module_level=True)
+
+
+@pytest.fixture(scope='module')
+def site():
+    "Build the site with the documented command, as a user would."
+    t0 = time.time()
+    r = subprocess.run([sys.executable, 'docs/build.py'], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    print(r.stdout[-4000:])
+    assert r.returncode == 0, f'python docs/build.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-8000:]}'
+    assert (SITE/'index.html').exists()
+    print(f'site built in {time.time()-t0:.0f}s')
+    return SITE
+
+
+@pytest.fixture(scope='module')
+def server(site):
+    "Serve docs/_site on 127.0.0.1 only, on a free port."
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a): pass
+    httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Quiet, directory=str(site)))
+    th = threading.Thread(target=httpd.serve_forever, daemon=True); th.start()
+    yield f'http://127.0.0.1:{httpd.server_address[1]}/'
+    httpd.shutdown(); httpd.server_close()
+
+
+def _html_files(): return sorted(p for p in SITE.rglob('*.html') if '_screenshots' not in p.parts)
+
+_re_remote_res = re.compile(r'''<(script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(src|href)\s*=\s*["'](https?:)?//''', re.I)
+_re_css_remote = re.compile(r'''(@import\s+(url\()?\s*["']?|url\(\s*["']?)(https?:)?//''', re.I)
+
+def test_no_outside_resources(site):
+    "No page or stylesheet pulls a script, style, font, image or math from another host (no CDN)."
+    bad = []
+    for f in _html_files():
+        for m in _re_remote_res.finditer(f.read_text(encoding='utf-8', errors='replace')):
+            bad.append(f'{f.relative_to(SITE)}: {m.group(0)[:120]}')
+    for f in SITE.rglob('*.css'):
+        for m in _re_css_remote.finditer(f.read_text(encoding='utf-8', errors='replace')):
+            bad.append(f'{f.relative_to(SITE)}: {m.group(0)[:120]}')
+    assert not bad, 'resources from outside hosts:\n' + '\n'.join(bad[:50])
+    # and the math engine is shipped inside the site
+    assert list(SITE.glob('_static/mathjax/tex-chtml.js')), 'MathJax is not in the built site'
+
+
+def test_every_notebook_has_a_page(site):
+    "Whatever notebooks exist in nbs/ are on the site, with no list to maintain."
+    nbs = [p for p in NBS.glob('*.ipynb') if p.name[0] not in '_.' and p.stem != 'index']
+    assert nbs, 'no notebooks in nbs/'
+    missing = [p.name for p in nbs if not ((SITE/'api'/f'{p.stem}.html').exists() or (SITE/'papers'/f'{p.stem}.html').exists())]
+    assert not missing, f'notebooks without a page: {missing}'
+
+
+def test_results_overview_lists_every_paper_item(site):
+    items = list(csv.DictReader(open(DOCS/'paper_items.csv', encoding='utf-8')))
+    page = (SITE/'results.html').read_text(encoding='utf-8')
+    text = html.unescape(re.sub(r'<[^>]+>', ' ', page))
+    for paper in sorted({i['paper'] for i in items}):
+        rows = [i for i in items if i['paper'] == paper]
+        sect = text.split(f'{paper}#', 1)[-1] if f'{paper}#' in text else text
+        for i in rows:
+            assert i['item'] in sect, f"results overview misses {paper} {i['item']}"
+    assert text.count('not yet') + text.count('yes:') >= 2 * sum(i['kind'] == 'result' for i in items)
+
+
+def _crawl_targets(server):
+    return [server + f.relative_to(SITE).as_posix() for f in _html_files()]
+
+
+def _page_of(url: str, server: str) -> Path|None:
+    path = unquote(urlsplit(url).path)
+    f = SITE/path.lstrip('/')
+    if path.endswith('/'): f = f/'index.html'
+    return f
+
+
+def test_site_in_chromium(server):
+    "Every page, loaded in headless Chromium with the network shut: links, images, math, console, requests."
+    from playwright.sync_api import sync_playwright
+    assert CHROMIUM, 'chromium is not installed: CI must install it (apt-get install -y chromium)'
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    problems, outside, pages_with_math = [], [], 0
+    ids_cache: dict[Path, set] = {}
+
+    def ids_of(f: Path) -> set:
+        if f not in ids_cache:
+            ids_cache[f] = set(re.findall(r'''\bid\s*=\s*["']([^"']+)["']''', f.read_text(encoding='utf-8', errors='replace')))
+        return ids_cache[f]
+
+    with tempfile.TemporaryDirectory() as profile, sync_playwright() as pw:
+        # a fresh profile in a temporary folder (playwright passes it as --user-data-dir)
+        ctx = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=CHROMIUM_FLAGS,
+                                                    viewport={'width': 1280, 'height': 900}, service_workers='block')
+        def route(r):
+            u = r.request.url
+            if u.startswith(server) or u.startswith('data:') or u.startswith('blob:'): r.continue_()
+            else: outside.append(u); r.abort()
+        ctx.route('**/*', route)
+        page = ctx.pages[0] if ctx.pages else ctx.new_page()
+        cur = {'url': ''}
+        page.on('console', lambda m: problems.append(f"{cur['url']}: console {m.type}: {m.text}") if m.type == 'error' else None)
+        page.on('pageerror', lambda e: problems.append(f"{cur['url']}: page error: {e}"))
+        page.on('requestfailed', lambda r: problems.append(f"{cur['url']}: request failed: {r.url} ({r.failure})")
+                if r.url.startswith(server) else None)
+        page.on('response', lambda r: problems.append(f"{cur['url']}: HTTP {r.status} for {r.url}") if r.status >= 400 else None)
+
+        targets = _crawl_targets(server)
+        assert len(targets) >= 5, targets
+        for url in targets:
+            cur['url'] = url[len(server):]
+            page.goto(url, wait_until='load')
+            # math: every formula Sphinx marked must have been typeset by MathJax, without TeX errors
+            n_math = page.locator('.math').count()
+            if n_math:
+                pages_with_math += 1
+                page.wait_for_function('() => window.MathJax && MathJax.startup && MathJax.startup.promise', timeout=20000)
+                page.evaluate('() => MathJax.startup.promise')
+                bad = page.evaluate('''() => [...document.querySelectorAll('.math')]
+                    .filter(e => !e.querySelector('mjx-container') || e.querySelector('mjx-merror'))
+                    .map(e => e.textContent.slice(0, 80))''')
+                if bad: problems.append(f"{cur['url']}: {len(bad)} of {n_math} formulas not rendered: {bad[:3]}")
+            # images: loaded and non-empty
+            broken = page.evaluate('''() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)''')
+            for b in broken: problems.append(f"{cur['url']}: broken image {b}")
+            # links: every internal link leads to a page that exists, and to an anchor that exists on it
+            for href in page.evaluate('''() => [...document.querySelectorAll('a[href]')].map(a => a.href)'''):
+                if not href.startswith(server): continue
+                target = _page_of(href, server)
+                if not target.exists():
+                    problems.append(f"{cur['url']}: broken link {href[len(server):]}"); continue
+                frag = unquote(urlsplit(href).fragment)
+                if frag and target.suffix == '.html' and frag not in ids_of(target):
+                    problems.append(f"{cur['url']}: broken anchor {href[len(server):]}")
+        # screenshots: the home page and one paper page
+        page.goto(server + 'index.html', wait_until='load'); page.evaluate('() => window.MathJax ? MathJax.startup.promise : null')
+        home = SHOTS/'home.png'; page.screenshot(path=str(home), full_page=True)
+        paper_pages = sorted(p for p in (SITE/'papers').glob('*.html') if p.name != 'index.html' and '__' not in p.name)
+        target = paper_pages[0] if paper_pages else SITE/'papers'/'index.html'
+        page.goto(server + target.relative_to(SITE).as_posix(), wait_until='load')
+        page.evaluate('() => window.MathJax ? MathJax.startup.promise : null')
+        shot = SHOTS/f'paper_{target.stem}.png'; page.screenshot(path=str(shot), full_page=False)
+        ctx.close()
+    print(f'\nscreenshots: {home}\n             {shot}')
+    print(f'checked {len(targets)} pages, {pages_with_math} with math')
+    assert pages_with_math >= 1, 'no page with math was found: the math check checked nothing'
+    assert not outside, 'requests to outside hosts:\n' + '\n'.join(sorted(set(outside))[:30])
+    assert not problems, f'{len(problems)} problem(s):\n' + '\n'.join(problems[:60])
+    for s in (home, shot): assert s.exists() and s.stat().st_size > 10_000, f'screenshot {s} is empty'
