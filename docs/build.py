@@ -176,6 +176,24 @@ def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None):
     return title
 
 
+def _split_title_cell(nb):
+    "nbdev turns the whole first `# Title` cell into front matter: keep any prose after title/description as its own cell."
+    from execnb.nbio import mk_cell
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != 'markdown': continue
+        lines = c.source.splitlines()
+        if not any(re.match(r'^#\s+\S', l) for l in lines): return
+        head, rest, in_head = [], [], True
+        for l in lines:
+            if in_head and (re.match(r'^#\s+\S', l) or re.match(r'^>\s', l) or re.match(r'^-\s+\S.*:', l) or not l.strip()):
+                head.append(l)
+            else: in_head = False; rest.append(l)
+        if rest and any(l.strip() for l in rest):
+            c.source = '\n'.join(head).strip()
+            nb.cells.insert(i + 1, mk_cell('\n'.join(rest).strip(), 'markdown'))
+        return
+
+
 class _RunShowDocs:
     "Run the `show_doc` cells (nbdev's, and those nbdev's `add_show_docs` inserted) in the shell that ran the notebook."
     def __init__(self, k, nb): self.k, self.nb = k, nb
@@ -198,6 +216,7 @@ def worker(job: dict) -> dict:
     from nbdev.processors import FilterDefaults, add_links, insert_warning, exec_show_docs
     src, dst = Path(job['src']), Path(job['dst'])
     nb = read_nb(src)
+    _split_title_cell(nb)
     t0, skipped = time.time(), 0
     if job.get('execute'):
         flags = set(job['skip_flags'])
@@ -402,6 +421,14 @@ def results_overview(items, recs, pages: dict) -> str:
                 records_table(recs), '']
     return '\n'.join(out) + '\n'
 
+def data_layouts() -> str:
+    "data_prep/README.md (the data code's own layout description), its title dropped and its headings one level down."
+    f = ROOT/'data_prep'/'README.md'
+    if not f.exists(): return '*(data_prep/README.md has not landed yet: the layouts will appear here.)*'
+    lines = f.read_text(encoding='utf-8').splitlines()
+    if lines and lines[0].startswith('# '): lines = lines[1:]
+    return '\n'.join('#' + l if re.match(r'^#{1,5} ', l) else l for l in lines).strip() + '\n'
+
 def cli_help() -> str:
     "The real `compatrepro reproduce --help`, when the CLI exists, so the home page never drifts from it."
     try:
@@ -520,8 +547,8 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
     home = home.replace('{{CLI_HELP}}', ('```text\n' + help_txt.rstrip() + '\n```') if help_txt else
                         '*(the `compatrepro` command has not landed yet)*')
     write_if_changed(SRC/'index.md', home); wanted.add('index.md')
-    for f in ('paper_scale.md',):
-        write_if_changed(SRC/f, (DOCS/f).read_text(encoding='utf-8')); wanted.add(f)
+    write_if_changed(SRC/'paper_scale.md', (DOCS/'paper_scale.md').read_text(encoding='utf-8')
+                     .replace('{{DATA_LAYOUTS}}', data_layouts())); wanted.add('paper_scale.md')
     if (DOCS/'_static').exists():
         for f in (DOCS/'_static').rglob('*'):
             if f.is_file():
@@ -536,13 +563,18 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
     # -E: read every page afresh, so a link to a page that appeared since the last build resolves (Sphinx's
     # incremental mode re-reads only changed files); writing pages is still skipped for unchanged output.
     t1 = time.time()
+    # Sphinx writes into docs/_build/html (myst-nb puts its extracted images beside its output folder, which
+    # must not be docs/ itself); the finished site is then copied to docs/_site.
+    html_out = BUILD/'html'
     cmd = [sys.executable, '-m', 'sphinx', '-b', 'html', '-E', '-c', str(DOCS), '-d', str(BUILD/'doctrees'),
-           '-q', str(SRC), str(SITE)]
+           '-q', str(SRC), str(html_out)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     (BUILD/'sphinx-warnings.txt').write_text(r.stderr)
     if r.returncode != 0: raise SystemExit(f'[docs] sphinx failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}')
     nwarn = len([l for l in r.stderr.splitlines() if 'WARNING' in l])
     log(f'Sphinx took {time.time()-t1:.0f}s' + (f', {nwarn} warning(s): see {(BUILD/"sphinx-warnings.txt").relative_to(ROOT)}' if nwarn else ''))
+    if SITE.exists(): shutil.rmtree(SITE)
+    shutil.copytree(html_out, SITE, ignore=shutil.ignore_patterns('.buildinfo', '.doctrees'))
     (SITE/'.nojekyll').touch()
     log(f'built {SITE.relative_to(ROOT)}/index.html: {len(lib_pages)} library page(s), {len(exp_entries)} paper page(s), '
         f'in {time.time()-t0:.0f}s')

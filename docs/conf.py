@@ -33,3 +33,6 @@ html_show_sourcelink = False
 html_copy_source = False
 html_permalinks_icon = '#'
 exclude_patterns = ['_build', '_site', '**.ipynb_checkpoints']
+# A TeX error must show as an error (the browser test looks for MathJax's merror): without `noundefined`,
+# an unknown macro is an "Undefined control sequence" error instead of silently printed in red.
+mathjax3_config = {'tex': {'packages': {'[-]': ['noundefined']}}}
