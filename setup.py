@@ -22,6 +22,7 @@ min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
 gpu_requirements = shlex.split(cfg.get('gpu_requirements', ''))
+docs_requirements = shlex.split(cfg.get('docs_requirements', ''))
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -35,7 +36,7 @@ setuptools.setup(
     packages=setuptools.find_packages(include=['compatrepro', 'compatrepro.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'gpu': gpu_requirements},
+    extras_require={'dev': dev_requirements, 'gpu': gpu_requirements, 'docs': docs_requirements},
     dependency_links=cfg.get('dep_links', '').split(),
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),
