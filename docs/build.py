@@ -299,7 +299,7 @@ def load_records():
         except Exception as e:
             log(f'warning: cannot read {f.relative_to(ROOT)}: {e}'); continue
         if df.empty: continue
-        df['notebook'] = re.sub(r'_seed-?\d+$', '', f.stem)
+        df['notebook'] = re.sub(r'[._]seed-?\d+$', '', f.stem)
         df['file'] = f.relative_to(ROOT).as_posix()
         frames.append(df)
     if not frames:
@@ -371,7 +371,7 @@ def exp_footer(name: str, scale: str|None, recs) -> str|None:
     r = recs[(recs['notebook'] == name) & (recs['scale'] == scale)]
     if r.empty: return None
     return ('## Records of this notebook beside the paper\n\n'
-            f'All seeds in `results/{scale}/records/{name}_seed*.csv`, aggregated (mean ± sample std over seeds); '
+            f'All seeds in `results/{scale}/records/{name}.seed*.csv`, aggregated (mean ± sample std over seeds); '
             "*paper* is the paper's own number where it prints one.\n\n" + records_table(r) + '\n')
 
 def lib_banner(executed: bool, skipped: int) -> str:
