@@ -1,6 +1,6 @@
 "The DDP path of the backbone trainer, run as one torchrun-style process on CPU with the gloo backend."
 import os, socket, subprocess, sys, textwrap
-import torch
+import pytest, torch
 
 os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 from compatrepro.core import ArtifactCache
@@ -27,9 +27,17 @@ def _free_port():
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    "One intra-op thread: on a shared 2-core machine OpenMP's spin-waits make 2 threads up to 8x slower."
+    n = torch.get_num_threads(); torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def test_ddp_single_process_matches_plain(tmp_path):
     script = tmp_path/'run.py'; script.write_text(SCRIPT)
-    env = dict(os.environ, WORLD_SIZE='1', RANK='0', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
+    env = dict(os.environ, OMP_NUM_THREADS='1', WORLD_SIZE='1', RANK='0', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
                MASTER_PORT=str(_free_port()), COMPATREPRO_DDP='1')
     r = subprocess.run([sys.executable, str(script), str(tmp_path/'ddp'), str(tmp_path/'ddp.pt')], env=env,
                        capture_output=True, text=True, timeout=600)

@@ -8,6 +8,14 @@ from compatrepro.features import _TinyDS
 from compatrepro import train as T
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    "One intra-op thread: on a shared 2-core machine OpenMP's spin-waits make 2 threads up to 8x slower."
+    n = torch.get_num_threads(); torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def _spec(**kw):
     return T.BackboneSpec(**dict(split='imagenet-500', scale='tiny', seed=5, arch='resnet18', emb_dim=8, epochs=3,
                                  batch_size=8, lr=0.8, lr_batch=1024, warmup_epochs=1) | kw)
