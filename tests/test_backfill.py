@@ -154,3 +154,25 @@ def test_clear_errors(bad, msg):
     with pytest.raises((ValueError, TypeError)) as e:
         backfill_curve(**kw)
     assert msg in str(e.value)
+
+
+def test_plots_return_figures_with_areas():
+    import matplotlib; matplotlib.use('Agg')
+    from compatrepro.backfill import plot_backfill_curves, plot_nfr_curves, plot_flips
+    from compatrepro.metrics import m_tilde
+    rng = np.random.default_rng(0); n = 60
+    Go, Gn, y = rng.normal(size=(n, 4)), rng.normal(size=(n, 4)), rng.integers(0, 4, n)
+    fr = np.linspace(0, 1, 11)
+    curves = {'random': backfill_curve(Gn, Go, Gn, y, y, random_order(n), fr, ('top1', 'NFR@1'),
+                                       reference_hits=retrieval_hits(Go, Go, y, y))}
+    fig = plot_backfill_curves(curves, 'top1', title='Synthetic, tiny scale')
+    ax = fig.axes[0]
+    assert ax.get_title() == 'Synthetic, tiny scale'
+    assert f"({m_tilde(curves['random']['top1']):.2f})" in ax.get_legend().get_texts()[0].get_text()
+    fig = plot_backfill_curves(curves, 'top1', title='t', area='auc')
+    assert fig.axes[0].get_legend() is not None
+    assert plot_nfr_curves(curves, title='t').axes[0].get_ylabel().startswith('NFR@1')
+    sc = {'random': step_curve(Gn, Go, Gn, y, y, random_order(n))}
+    assert len(plot_flips(sc, title='t').axes[0].lines) == 2
+    with pytest.raises(KeyError, match='no column'):
+        plot_backfill_curves(curves, 'mAP', title='t')
