@@ -37,15 +37,15 @@ class GlyphConfig:
     image_size: int = 32             # H = W of the RGB images
     render_size: int = 64            # glyph masks are drawn at this size, then warped and pooled down
     glyph_box: float = 0.8           # a glyph's longer side fills this fraction of the mask before scaling
-    scale: tuple = (0.55, 1.0)       # random glyph scale (fraction of the image)
-    rotation: float = 25.0           # max |rotation| in degrees (small: 'p'/'d', 'n'/'u' stay apart)
-    shear: float = 12.0              # max |shear| in degrees
-    translate: float = 0.14          # max |offset| as a fraction of the image side
+    scale: tuple = (0.7, 1.0)        # random glyph scale (fraction of the image)
+    rotation: float = 10.0           # max |rotation| in degrees (small: 'p'/'d', 'n'/'u' stay apart)
+    shear: float = 5.0               # max |shear| in degrees
+    translate: float = 0.08          # max |offset| as a fraction of the image side
     stroke: tuple = (-1, 2)          # stroke change in pixels of the mask (erode < 0 < dilate), inclusive
-    contrast: float = 0.35           # min |luminance(fg) - luminance(bg)| in [0, 1]
-    gradient: float = 0.35           # max strength of the background's linear gradient
-    clutter: int = 2                 # max number of random line strokes drawn over the background
-    noise: tuple = (0.02, 0.10)      # std of the additive Gaussian pixel noise, drawn per image
+    contrast: float = 0.5            # min |luminance(fg) - luminance(bg)| in [0, 1]
+    gradient: float = 0.1            # max strength of the background's linear gradient
+    clutter: int = 0                 # max number of random line strokes drawn over the background
+    noise: tuple = (0.0, 0.03)       # std of the additive Gaussian pixel noise, drawn per image
     homoglyph_threshold: float = 0.95  # glyphs whose normalised renderings are this similar are one class
     font_rank: int = 3               # a font is used for a character only if its rendering is among the
                                      # `font_rank` classes closest to the reference rendering of it

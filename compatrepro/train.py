@@ -29,7 +29,7 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH
            'train_transformation', 'apply_transformation']
 
 # %% ../nbs/04_train.ipynb #b86d4e11
-CODE_VERSION = 1   # bump when a change to the trainers changes what they produce: it is part of every cache key
+CODE_VERSION = 2   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
 COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal')
 
@@ -47,6 +47,7 @@ class BackboneSpec:
     head_margin: float|None = None
     normalize: bool = False              # l2-normalise the features
     label_smoothing: float = 0.1
+    augment: bool = True                 # augment training images (the dataset's train transform)
     optimizer: str = 'sgd'               # 'sgd' or 'adam'
     lr: float = 1.024                    # learning rate at batch size lr_batch; scaled linearly with the global batch
     lr_batch: int = 1024
@@ -94,7 +95,7 @@ class CompatSpec:
         if self.old.compat is not None and self.old.compat.old is None: raise ValueError("the old model's own compat spec is incomplete")
 
 # %% ../nbs/04_train.ipynb #56afa57a
-TINY_RECIPE = dict(optimizer='adam', lr=1e-3, lr_batch=64, batch_size=64, epochs=3, warmup_epochs=0.25)
+TINY_RECIPE = dict(optimizer='adam', lr=2e-3, lr_batch=64, batch_size=64, epochs=4, warmup_epochs=0.25, augment=False)
 TINY_EPOCHS_BY_ARCH = {'resnet50': 2, 'resnet101': 2, 'resnet152': 1, 'vit_b_32': 3}
 
 def _family(split: str) -> str:
@@ -382,7 +383,7 @@ def _fit_backbone(spec, cache, key, device, data_root, num_workers, stop_after, 
     cl = device.type == 'cuda' and not spec.arch.startswith('vit')
     for epoch in range(start, spec.epochs):
         model.train(); t0, tot, n = time.time(), torch.zeros((), device=device), 0
-        bar = _bar(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers),
+        bar = _bar(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers, train=spec.augment),
                    f'{spec.arch} {spec.split} epoch {epoch+1}/{spec.epochs}', show_progress and rank == 0, total=steps)
         for x, y in bar:
             if cl: x = x.contiguous(memory_format=torch.channels_last)
