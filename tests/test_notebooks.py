@@ -26,15 +26,21 @@ def test_library_notebook(nb):
     assert r.returncode == 0, f'nbdev_test failed on {nb}:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}'
 
 
+@pytest.fixture(scope='module')
+def results_dir(tmp_path_factory):
+    "One results folder for all experiment notebooks of the run, as `compatrepro reproduce` has (29_ reads the others')."
+    return tmp_path_factory.mktemp('results')
+
+
 @pytest.mark.parametrize('nb', experiments)
-def test_experiment_notebook_runs_with_defaults(nb, tmp_path):
+def test_experiment_notebook_runs_with_defaults(nb, results_dir):
     "papermill with the notebook's own defaults (tiny scale); results go to a temporary folder."
-    out_nb = tmp_path/nb
-    r = _run(['papermill', f'nbs/{nb}', str(out_nb), '-p', 'out_dir', str(tmp_path/'results'),
+    out_nb = results_dir/nb
+    r = _run(['papermill', f'nbs/{nb}', str(out_nb), '-p', 'out_dir', str(results_dir),
               '--cwd', 'nbs', '-k', 'python3', '--no-progress-bar'])
     assert r.returncode == 0, f'papermill failed on {nb}:\n{r.stderr[-8000:]}'
-    records = list((tmp_path/'results'/'tiny'/'records').glob('*.csv'))
-    assert records, f'{nb} ran but wrote no result records'
+    records = results_dir/'tiny'/'records'/f'{Path(nb).stem}.seed0.csv'
+    assert records.exists(), f'{nb} ran but wrote no result records ({records})'
 
 
 def test_notebooks_and_package_agree(tmp_path):
