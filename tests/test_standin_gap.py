@@ -5,17 +5,12 @@ so later notebooks reuse both models."""
 import json, os, time
 import torch, pytest
 
-os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 from compatrepro.features import get_features
 from compatrepro.metrics import retrieval_metrics
 from compatrepro import train as T
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads(); torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def test_standin_gap():

@@ -1,8 +1,6 @@
 "Compatible backbone training and transformation training end to end on a tiny synthetic stand-in (every method runs, learns, caches)."
-import os
 import numpy as np, pytest, torch
 
-os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 import compatrepro.data
 from compatrepro.core import ArtifactCache
 from compatrepro.features import _TinyDS, get_features
@@ -10,12 +8,7 @@ from compatrepro.models import load_model, load_transformation
 from compatrepro import train as T
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    "One intra-op thread: on a shared 2-core machine OpenMP's spin-waits make 2 threads up to 8x slower."
-    n = torch.get_num_threads(); torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 class _Split(_TinyDS):

@@ -2,7 +2,6 @@
 import os, socket, subprocess, sys, textwrap
 import pytest, torch
 
-os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 from compatrepro.core import ArtifactCache
 from compatrepro.features import _TinyDS
 from compatrepro import train as T
@@ -27,12 +26,7 @@ def _free_port():
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    "One intra-op thread: on a shared 2-core machine OpenMP's spin-waits make 2 threads up to 8x slower."
-    n = torch.get_num_threads(); torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def test_ddp_single_process_matches_plain(tmp_path):

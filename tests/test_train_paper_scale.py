@@ -1,20 +1,14 @@
 "The paper-scale path to its first training steps: a fake ImageNet-style image tree, a DataLoader, 224x224 crops."
-import os
 import numpy as np, pytest, torch
 from PIL import Image
 
-os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 from compatrepro.core import ArtifactCache
 from compatrepro.features import get_features
 from compatrepro.models import load_model
 from compatrepro import train as T
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads(); torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def _fake_imagenet(root, n_classes=4, n_train=4, n_val=2):

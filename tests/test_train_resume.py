@@ -1,19 +1,12 @@
 "Checkpoint/resume of the backbone trainer: a run killed after epoch k and resumed equals an uninterrupted run."
-import os
 import pytest, torch
 
-os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 from compatrepro.core import ArtifactCache
 from compatrepro.features import _TinyDS
 from compatrepro import train as T
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    "One intra-op thread: on a shared 2-core machine OpenMP's spin-waits make 2 threads up to 8x slower."
-    n = torch.get_num_threads(); torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def _spec(**kw):
