@@ -22,11 +22,11 @@ def _bar(it, desc: str, show: bool = True, total: int|None = None):
     return progress(it, desc=desc, total=total) if show else it
 
 # %% auto #0
-__all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES',
-           'BackboneSpec', 'CompatSpec', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm',
-           'iter_batches', 'dist_setup', 'TrainingInterrupted', 'checkpoint_path', 'backbone_key', 'train_backbone',
-           'get_backbone', 'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
-           'train_transformation', 'apply_transformation']
+__all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES',
+           'RM_OBJECTIVES', 'BackboneSpec', 'CompatSpec', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat',
+           'CompatTerm', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'checkpoint_path', 'backbone_key',
+           'train_backbone', 'get_backbone', 'TransformationSpec', 'transformation_spec', 'transformation_key',
+           'transformation_loss', 'train_transformation', 'apply_transformation']
 
 # %% ../nbs/04_train.ipynb #b86d4e11
 CODE_VERSION = 2   # bump when a change to the trainers changes what they produce: it is part of every cache key
@@ -176,7 +176,9 @@ class CompatTerm:
             new = sorted(set(int(c) for c in train_ds.classes) - set(self.ids.tolist()))
             if new:
                 phi, y = feature_fn(self.old, train_ds)
-                Wn = L.synthesized_classifier(phi, y, new, normalize=h.kind != 'linear').to(self.W)
+                Wn = L.synthesized_classifier(phi, y, new, normalize=True).to(self.W)
+                if h.kind == 'linear':   # on the scale of the learned rows, or the new classes win every logit
+                    Wn = F.normalize(Wn, dim=1) * self.W.norm(dim=1).mean()
                 self.W = torch.cat([self.W, Wn])
                 self.ids = torch.cat([self.ids, torch.as_tensor(new, device=self.ids.device)])
                 if self.b is not None: self.b = torch.cat([self.b, self.b.mean().expand(len(new))])
@@ -310,9 +312,14 @@ def _load_ckpt(path):
         return None
 
 # %% ../nbs/04_train.ipynb #7455f4cf
+COMPAT_VERSIONS = {'bct-syn': 2}   # bump one method's version when only that term changes: the others stay cached
+
 def backbone_key(spec: BackboneSpec) -> dict:
-    "The cache key of a backbone: its spec and the trainer's CODE_VERSION."
-    return {'spec': spec, 'code_version': CODE_VERSION}
+    "The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any."
+    key = {'spec': spec, 'code_version': CODE_VERSION}
+    if spec.compat is not None and spec.compat.method in COMPAT_VERSIONS:
+        key['compat_version'] = COMPAT_VERSIONS[spec.compat.method]
+    return key
 
 def _make_optimizer(spec, params):
     if spec.optimizer == 'sgd':
@@ -410,6 +417,8 @@ def _fit_backbone(spec, cache, key, device, data_root, num_workers, stop_after, 
 def get_backbone(spec: BackboneSpec, device: str = 'auto', **kw) -> EmbeddingModel:
     "The trained `EmbeddingModel` of `spec` on `device`, in eval mode (trained and cached if missing)."
     return load_model(train_backbone(spec, device=device, **kw), get_device(device))
+
+
 
 # %% ../nbs/04_train.ipynb #b9156fe6
 FASTFILL_OBJECTIVES = ('l2', 'disc', 'l2+disc', 'l2+uncert', 'disc+uncert', 'l2+disc+uncert')
