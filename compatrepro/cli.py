@@ -9,7 +9,8 @@ from pathlib import Path
 from .core import SCALES, atomic_write_text, progress, logger
 
 # %% auto #0
-__all__ = ['EXPERIMENT_RE', 'find_nbs_dir', 'experiment_notebooks', 'run_notebook', 'reproduce', 'main']
+__all__ = ['EXPERIMENT_RE', 'WIDGET_VIEW', 'find_nbs_dir', 'experiment_notebooks', 'strip_widgets', 'run_notebook', 'reproduce',
+           'main']
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 EXPERIMENT_RE = re.compile(r'^[1-8][0-9]_.*\.ipynb$')
@@ -37,8 +38,27 @@ def _run_id(nb: Path, params: dict) -> str:
     h = hashlib.sha256(nb.read_bytes()); h.update(json.dumps(params, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
+WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json'
+
+def strip_widgets(path: str|Path) -> None:
+    """Drop the ipywidgets state that progress bars leave in an executed notebook (in place). It only renders in a
+    live kernel and can be most of the file (540 KB of 870 KB for a tiny run); a widget output keeps its text form."""
+    import nbformat
+    nb = nbformat.read(str(path), as_version=4)
+    nb.metadata.pop('widgets', None)
+    for c in nb.cells:
+        outs = []
+        for o in c.get('outputs', []):
+            data = o.get('data', {})
+            if WIDGET_VIEW in data:
+                data.pop(WIDGET_VIEW)
+                if not data: continue      # nothing readable left
+            outs.append(o)
+        if c.cell_type == 'code': c.outputs = outs
+    nbformat.write(nb, str(path))
+
 def run_notebook(nb: Path, out_nb: Path, params: dict, cwd: Path) -> None:
-    "Execute `nb` with papermill into `out_nb` (atomically: a killed run leaves no half notebook)."
+    "Execute `nb` with papermill into `out_nb` (atomically: a killed run leaves no half notebook), without widget state."
     import papermill as pm
     from compatrepro.core import atomic_path
     out_nb.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +68,8 @@ def run_notebook(nb: Path, out_nb: Path, params: dict, cwd: Path) -> None:
             pm.execute_notebook(str(nb), str(tmp_nb), parameters=params, cwd=str(cwd), progress_bar=False,
                                 kernel_name='python3')
         finally:
-            if tmp_nb.exists(): os.replace(tmp_nb, tmp)
+            if tmp_nb.exists():
+                strip_widgets(tmp_nb); os.replace(tmp_nb, tmp)
 
 # %% ../nbs/98_cli.ipynb #f370f8ff
 def reproduce(scale: str = 'tiny', seeds: list[int] = (0,), data_root: str|None = None, only: list[str]|None = None,

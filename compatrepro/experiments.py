@@ -83,6 +83,7 @@ def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', '
     fig, axs = plt.subplots(1, len(metrics), figsize=(5.5*len(metrics), 4), squeeze=False)
     for ax, m in zip(axs[0], metrics):
         src = steps if (m == 'top1' and steps) else curves
-        plot_backfill_curves({k: v.reset_index() for k, v in src.items()}, m, f'{title}: {m}', ax=ax)
+        plot_backfill_curves({k: v.reset_index() for k, v in src.items()}, m, m, ax=ax)
+    fig.suptitle(title, fontsize=10)   # once, above the panels: a title per panel overlaps its neighbours
     fig.tight_layout()
     return fig
