@@ -418,8 +418,6 @@ def get_backbone(spec: BackboneSpec, device: str = 'auto', **kw) -> EmbeddingMod
     "The trained `EmbeddingModel` of `spec` on `device`, in eval mode (trained and cached if missing)."
     return load_model(train_backbone(spec, device=device, **kw), get_device(device))
 
-
-
 # %% ../nbs/04_train.ipynb #b9156fe6
 FASTFILL_OBJECTIVES = ('l2', 'disc', 'l2+disc', 'l2+uncert', 'disc+uncert', 'l2+disc+uncert')
 RM_OBJECTIVES = ('rqt', 'cl', 'cl-m', 'mcl')
@@ -474,8 +472,12 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
     return TransformationSpec(**kw)
 
 def transformation_key(spec: TransformationSpec) -> dict:
-    "The cache key of a transformation: its spec (with the backbones' specs) and CODE_VERSION."
-    return {'spec': spec, 'code_version': CODE_VERSION}
+    "The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones' compat versions."
+    key = {'spec': spec, 'code_version': CODE_VERSION}
+    versions = {k: backbone_key(b)['compat_version'] for k in ('old', 'new', 'side_info')
+                if (b := getattr(spec, k)) is not None and 'compat_version' in backbone_key(b)}
+    if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
+    return key
 
 # %% ../nbs/04_train.ipynb #bf107f44
 def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch.Tensor, phi_new: torch.Tensor,
