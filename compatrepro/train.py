@@ -314,11 +314,14 @@ def _load_ckpt(path):
 # %% ../nbs/04_train.ipynb #7455f4cf
 COMPAT_VERSIONS = {'bct-syn': 2}   # bump one method's version when only that term changes: the others stay cached
 
+def _compat_version(spec: BackboneSpec) -> int|None:
+    "The COMPAT_VERSIONS entry of the spec's compat method, None when it has none."
+    return COMPAT_VERSIONS.get(spec.compat.method) if spec.compat is not None else None
+
 def backbone_key(spec: BackboneSpec) -> dict:
     "The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any."
     key = {'spec': spec, 'code_version': CODE_VERSION}
-    if spec.compat is not None and spec.compat.method in COMPAT_VERSIONS:
-        key['compat_version'] = COMPAT_VERSIONS[spec.compat.method]
+    if (v := _compat_version(spec)) is not None: key['compat_version'] = v
     return key
 
 def _make_optimizer(spec, params):
@@ -474,8 +477,8 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
 def transformation_key(spec: TransformationSpec) -> dict:
     "The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones' compat versions."
     key = {'spec': spec, 'code_version': CODE_VERSION}
-    versions = {k: backbone_key(b)['compat_version'] for k in ('old', 'new', 'side_info')
-                if (b := getattr(spec, k)) is not None and 'compat_version' in backbone_key(b)}
+    backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
+    versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
     return key
 
