@@ -1,4 +1,5 @@
 "The paper-scale path to its first training steps: a fake ImageNet-style image tree, a DataLoader, 224x224 crops."
+from dataclasses import replace
 import numpy as np, pytest, torch
 from PIL import Image
 
@@ -36,3 +37,37 @@ def test_paper_scale_trains_a_few_steps(tmp_path):
     f = get_features(spec, 'imagenet-1k', 'eval', cache, device='cpu', data_root=str(root), show_progress=False, logits=True)
     assert f['features'].shape == (8, 128) and f['labels'].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert f['logits'].shape == (8, 2)
+
+
+def _fake_vggface2(root, n_train=8, n_test=3, per_id=4):
+    "VGGFace2's layout: train/<id>/*.jpg, test/<id>/*.jpg and identity_meta.csv."
+    rng = np.random.default_rng(1)
+    ids = [f'n{i:06d}' for i in range(n_train + n_test)]
+    for part, sel in (('train', ids[:n_train]), ('test', ids[n_train:])):
+        for c in sel:
+            d = root/'vggface2'/part/c; d.mkdir(parents=True)
+            for i in range(per_id):
+                Image.fromarray(rng.integers(0, 255, (60, 50, 3), dtype=np.uint8)).save(d/f'{i:04d}_01.jpg')
+    (root/'vggface2'/'identity_meta.csv').write_text('Class_ID, Name, Sample_Num, Flag, Gender\n' +
+        ''.join(f'{c}, "N{i}", {per_id}, 1, {"m" if i % 2 else "f"}\n' for i, c in enumerate(ids)))
+    return root
+
+
+def test_paper_scale_vggface2_path(tmp_path):
+    "Notebook 23's path at paper scale: ArcFace ResNet-18 (old), RACT against it, FastFill's h and psi with ArcFace L_disc."
+    root = str(_fake_vggface2(tmp_path/'data'))
+    cache = ArtifactCache(tmp_path/'cache')
+    small = dict(epochs=1, batch_size=4, warmup_epochs=0, arch='resnet18')
+    old = T.backbone_spec('vggface2-863', 'paper', seed=0, **small)
+    new = T.backbone_spec('vggface2-8631', 'paper', seed=0, **small)
+    assert old.head == 'arcface' and old.head_margin == 0.5 and old.head_scale == 64. and old.normalize   # FastFill A.2
+    ract = replace(new, compat=T.ract_compat(old, 'fastfill'))
+    for spec in (old, ract):
+        art = T.train_backbone(spec, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
+        assert np.isfinite(art['history'][0]['loss'])
+    f = get_features(ract, 'vggface2-8631', 'eval', cache, device='cpu', data_root=root, show_progress=False)
+    assert f['features'].shape == (12, 128) and sorted(set(f['labels'].tolist())) == [8, 9, 10]   # unseen identities
+    assert torch.allclose(f['features'].norm(dim=1), torch.ones(12), atol=1e-4)                   # ArcFace features on the sphere
+    tspec = T.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
+    net = T.train_transformation(tspec, cache, device='cpu', data_root=root, show_progress=False)
+    assert np.isfinite(net['history'][-1]['loss'])
