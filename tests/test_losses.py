@@ -171,8 +171,12 @@ def test_fastfill_optimal_sigma_is_lambda_times_loss(seed, d):
                                        reduction='none').reshape(6, -1)
     best = s[vals.argmin(1)]
     torch.testing.assert_close(best, torch.log(loss / d), atol=0.01, rtol=0)
-    # the sigma ordering follows the loss ordering
-    assert torch.equal(best.argsort(), loss.argsort())
+    # the sigma ordering follows the loss ordering, for losses the grid can tell apart (their log-ratio spans
+    # more than two grid steps; seed 253 drew 3.9716 and 3.9602, 0.003 apart in log, less than one step)
+    step = float(s[1] - s[0])
+    gap = torch.log(loss)[:, None] - torch.log(loss)[None, :]
+    apart = gap.abs() > 2*step
+    assert torch.equal(torch.sign(best[:, None] - best[None, :])[apart], torch.sign(gap)[apart])
 
 
 def test_frozen_inputs_get_no_gradient():
