@@ -450,6 +450,8 @@ class TransformationSpec:
     batch_size: int = 1024
     warmup_epochs: float = 5.0
     freeze_bn_epoch: float|None = 40     # BatchNorm frozen (eval mode) from this epoch on; None: never
+    psi_grad_to_h: bool = True           # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
+                                         # backbone); False: psi reads h with the gradient stopped (an ablation)
 
     def __post_init__(self):
         for k in ('old', 'new', 'side_info'):
@@ -476,7 +478,9 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
 
 def transformation_key(spec: TransformationSpec) -> dict:
     "The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones' compat versions."
-    key = {'spec': spec, 'code_version': CODE_VERSION}
+    s = asdict(spec)
+    if spec.psi_grad_to_h: del s['psi_grad_to_h']   # at its default the field is left out: older keys stay valid
+    key = {'spec': s, 'code_version': CODE_VERSION}
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
@@ -506,6 +510,7 @@ def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch
     per = parts[0] if len(parts) == 1 else parts[0] + parts[1]
     if 'uncert' in o:
         if log_sigma2 is None: raise ValueError("an '+uncert' objective needs a transformation with the uncertainty head psi")
+        if not spec.psi_grad_to_h: log_sigma2 = net.psi(h.detach()).squeeze(1)   # psi learns; h feels only L/sigma^2
         lam = {'lam': spec.lam} if spec.lam is not None else {'d': h.shape[1]}
         return L.fastfill_uncertainty_loss(per, log_sigma2, **lam)
     return per.mean()
