@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['SCALES', 'logger', 'RECORD_COLUMNS', 'ExperimentParams', 'default_out_dir', 'seed_everything', 'get_device',
-           'progress', 'atomic_path', 'atomic_write_text', 'spec_key', 'default_cache_dir', 'ArtifactCache',
-           'make_record', 'write_records', 'read_records']
+__all__ = ['SCALES', 'logger', 'KEY_NEW_FIELD', 'RECORD_COLUMNS', 'ExperimentParams', 'default_out_dir', 'seed_everything',
+           'get_device', 'progress', 'atomic_path', 'atomic_write_text', 'spec_key', 'default_cache_dir',
+           'ArtifactCache', 'make_record', 'write_records', 'read_records']
 
 # %% ../nbs/00_core.ipynb #06d44e96
 SCALES = ('tiny', 'paper')
@@ -110,9 +110,14 @@ def atomic_write_text(path: str|Path, text: str):
     with atomic_path(path) as tmp: Path(tmp).write_text(text)
 
 # %% ../nbs/00_core.ipynb #7aebb7b4
+KEY_NEW_FIELD = {'omit_default_from_key': True}   # field metadata: see `_canon`
+
 def _canon(o):
-    "A JSON-able, order-independent form of a spec (dataclasses, paths, numpy scalars, tuples)."
-    if dataclasses.is_dataclass(o) and not isinstance(o, type): o = asdict(o)
+    """A JSON-able, order-independent form of a spec (dataclasses, paths, numpy scalars, tuples). A dataclass field
+    whose metadata is `KEY_NEW_FIELD` is left out while at its default, so adding it keeps every older key valid."""
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        o = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)
+             if not (f.metadata.get('omit_default_from_key') and getattr(o, f.name) == f.default)}
     if isinstance(o, dict): return {str(k): _canon(v) for k, v in sorted(o.items(), key=lambda kv: str(kv[0]))}
     if isinstance(o, (list, tuple)): return [_canon(v) for v in o]
     if isinstance(o, Path): return str(o)

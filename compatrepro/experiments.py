@@ -38,11 +38,15 @@ def eval_features(specs: dict, split: str, part: str, params: ExperimentParams, 
     return feats, labels
 
 # %% ../nbs/09a_experiments.ipynb #62d39f3f
-def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor, params: ExperimentParams, **overrides):
-    r"$(h_\theta(\phi_{old}), \log\sigma^2$ or None$)$ on `old_features` for the transformation of `objective`."
+def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor, params: ExperimentParams,
+                  side_features: torch.Tensor|None = None, **overrides):
+    r"""$(h_\theta(\phi_{old}), \log\sigma^2$ or None$)$ on `old_features` for the transformation of `objective`;
+    with `side_info=<BackboneSpec>` among the overrides, `side_features` are that model's features of the same images."""
     spec = transformation_spec(old_spec, new_spec, objective, seed=params.seed, **overrides)
+    if (spec.side_info is None) != (side_features is None):
+        raise ValueError("pass side_features exactly when the transformation has side_info (FCT's h reads both)")
     net = load_transformation(train_transformation(spec, device=params.device, data_root=params.data_root)['transformation'])
-    out = apply_transformation(net, old_features)
+    out = apply_transformation(net, old_features, side_features)
     return out if isinstance(out, tuple) else (out, None)
 
 def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, labels: torch.Tensor, eps: float|None = None) -> dict:

@@ -17,7 +17,7 @@ __all__ = ['REDUCTIONS', 'HEADS', 'DISTS', 'linear_logits', 'cosine_logits', 'no
            'bct_kd_influence_loss', 'l2_regression_loss', 'lwf_loss', 'focal_distillation_loss', 'comp_loss',
            'ra_comp_loss', 'ra_comp_split_loss', 'comp_triplet_loss', 'ra_comp_triplet_loss', 'fct_l2_loss',
            'l2_disc_loss', 'fastfill_lambda', 'fastfill_uncertainty_loss', 'pairwise_dist', 'rqt_loss', 'cl_loss',
-           'cl_m_loss', 'mcl_loss']
+           'cl_m_loss', 'mcl_loss', 'nt_xent_loss']
 
 # %% ../nbs/03_losses.ipynb #4732c011
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -408,3 +408,13 @@ def mcl_loss(phi_rev: Tensor, phi_old: Tensor, phi_new: Tensor, y: Tensor, dist:
     "RM eq. (11) $\\mathcal{L}_{MCL}$: each system's positives against its own negatives *and* the other system's negatives (eqs. 12-13 with $\\rho$)."
     (lo, po, no), (ln, pn_, nn_) = _rm_terms('mcl_loss', phi_rev, phi_old, y, phi_new, dist, tau, mine)
     return _reduce(_rm_term(lo, po, no, (ln, nn_)) + _rm_term(ln, pn_, nn_, (lo, no)), reduction, 'mcl_loss')
+
+# %% ../nbs/03_losses.ipynb #a2d64f94
+def nt_xent_loss(z_a: Tensor, z_b: Tensor, tau: float = 0.5, reduction: str = 'mean') -> Tensor:
+    "SimCLR eq. (1) over the $2N$ anchors: `z_a[i]` and `z_b[i]` are the projections of two views of image $i$, $\\tau$ the temperature."
+    fn = 'nt_xent_loss'; _check_tau(fn, tau)
+    n = _feats(fn, z_a=z_a, z_b=z_b); _same_shape(fn, z_a, 'z_a', z_b, 'z_b')
+    z = F.normalize(torch.cat([z_a, z_b]), dim=1)
+    s = (z @ z.T / tau).masked_fill(torch.eye(2*n, dtype=torch.bool, device=z.device), -math.inf)   # k != i
+    pos = torch.cat([torch.arange(n, 2*n), torch.arange(n)]).to(z.device)
+    return _reduce(torch.logsumexp(s, 1) - s[torch.arange(2*n, device=z.device), pos], reduction, fn)

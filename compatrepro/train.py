@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import ArtifactCache, SCALES, atomic_path, get_device, logger, progress, seed_everything, spec_key
+from .core import ArtifactCache, KEY_NEW_FIELD, SCALES, atomic_path, get_device, logger, progress, seed_everything, spec_key
 from .models import EmbeddingModel, ClassifierHead, load_model, to_device, autocast
 from . import losses as L
 
@@ -25,8 +25,9 @@ def _bar(it, desc: str, show: bool = True, total: int|None = None):
 __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES',
            'RM_OBJECTIVES', 'BackboneSpec', 'CompatSpec', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat',
            'CompatTerm', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'checkpoint_path', 'backbone_key',
-           'train_backbone', 'get_backbone', 'TransformationSpec', 'transformation_spec', 'transformation_key',
-           'transformation_loss', 'train_transformation', 'apply_transformation']
+           'simclr_projection', 'simclr_transform', 'train_backbone', 'get_backbone', 'simclr_spec',
+           'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
+           'train_transformation', 'apply_transformation']
 
 # %% ../nbs/04_train.ipynb #b86d4e11
 CODE_VERSION = 2   # bump when a change to the trainers changes what they produce: it is part of every cache key
@@ -60,12 +61,17 @@ class BackboneSpec:
     milestones: tuple = ()               # epochs at which 'step' multiplies the lr by gamma
     gamma: float = 0.1
     compat: CompatSpec|None = None       # compatibility term with a frozen old model (None: plain training)
+    objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
+    simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
 
     def __post_init__(self):
         if self.scale not in SCALES: raise ValueError(f"scale={self.scale!r} is not one of {SCALES}")
         if self.optimizer not in ('sgd', 'adam'): raise ValueError(f"optimizer={self.optimizer!r}: use 'sgd' or 'adam'")
         if self.schedule not in ('cosine', 'step'): raise ValueError(f"schedule={self.schedule!r}: use 'cosine' or 'step'")
         if self.head not in L.HEADS: raise ValueError(f"head={self.head!r} is not one of {L.HEADS}")
+        if self.objective not in ('supervised', 'simclr'): raise ValueError(f"objective={self.objective!r}: use 'supervised' or 'simclr'")
+        if self.objective == 'simclr' and (self.compat is not None or not self.augment):
+            raise ValueError("objective='simclr' needs augment=True (its two views) and no compat term")
         if self.epochs < 1 or self.batch_size < 1: raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
         if self.warmup_epochs > self.epochs: raise ValueError(f"warmup_epochs={self.warmup_epochs} is longer than epochs={self.epochs}")
         self.milestones = tuple(self.milestones)
@@ -234,12 +240,22 @@ class _IdentityBackbone(nn.Module):
     def forward(self, x): return x.flatten(1).float()
 
 # %% ../nbs/04_train.ipynb #9d2aa160
+class _Views(torch.utils.data.Dataset):
+    "Each item of `ds` as `k` independent draws of its (random) transform, stacked: ([k, C, H, W], label)."
+    def __init__(self, ds, k): self.ds, self.k = ds, k
+    def __len__(self): return len(self.ds)
+    def __getitem__(self, i):
+        xs = [self.ds[i] for _ in range(self.k)]
+        return torch.stack([x for x, _ in xs]), xs[0][1]
+
 def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed)*100_003 + int(epoch)*7_919 + 17)
 
 def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int = 0, world: int = 1,
-                 num_workers: int|None = None, train: bool = True):
-    "Yield `(x, labels)` batches of epoch `epoch` on `device` (drop-last; this process's share of a global `batch_size`)."
+                 num_workers: int|None = None, train: bool = True, views: int = 1):
+    """Yield `(x, labels)` batches of epoch `epoch` on `device` (drop-last; this process's share of a global `batch_size`).
+    `views=k>1`: `x` is [B, k, C, H, W], k independent augmentations of each image (SimCLR's two views)."""
+    if views > 1 and not train: raise ValueError("views > 1 needs train=True: un-augmented views would all be equal")
     g = _epoch_generator(seed, epoch)
     device = torch.device(device)
     per = batch_size//world
@@ -252,7 +268,8 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         for i in range(n_batches):
             idx = perm[i*batch_size:(i+1)*batch_size][rank::world]
             xb = X[idx].to(device, non_blocking=True)
-            xb = ds.augment(xb, generator=g) if train else ds.normalize(xb)
+            if views > 1: xb = torch.stack([ds.augment(xb, generator=g) for _ in range(views)], 1)
+            else: xb = ds.augment(xb, generator=g) if train else ds.normalize(xb)
             yield xb, Y[idx].to(device, non_blocking=True)
         return
     from torch.utils.data import DataLoader, Sampler
@@ -264,6 +281,7 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
     if n_batches == 0: raise ValueError(f"the training set has {len(ds)} images, fewer than one batch of {batch_size}")
     perm = torch.randperm(len(ds), generator=g)[:n_batches*batch_size].view(n_batches, batch_size)[:, rank::world].reshape(-1)
     nw = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
+    if views > 1: ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
                     pin_memory=device.type == 'cuda', generator=torch.Generator().manual_seed(int(g.initial_seed()) + rank),
                     persistent_workers=False)
@@ -330,9 +348,23 @@ def _make_optimizer(spec, params):
     return torch.optim.Adam(params, lr=spec.base_lr, weight_decay=spec.weight_decay)
 
 class _Net(nn.Module):
-    "features and logits in one forward, so that DDP sees the head's parameters used."
-    def __init__(self, m): super().__init__(); self.m = m
-    def forward(self, x, labels): f = self.m(x); return f, self.m.head(f, labels)
+    "features and logits in one forward, so that DDP sees the head's parameters used; with `proj`, SimCLR's $z=g(f)$ instead of logits."
+    def __init__(self, m, proj=None): super().__init__(); self.m, self.proj = m, proj
+    def forward(self, x, labels):
+        f = self.m(x)
+        return f, (self.m.head(f, labels) if self.proj is None else self.proj(f))
+
+def simclr_projection(d: int) -> nn.Module:
+    "SimCLR's projection head $g$ (Chen et al. 2020, sec. 2.1): Linear-BN-ReLU-Linear, $d \\to d$; dropped after training."
+    return nn.Sequential(nn.Linear(d, d, bias=False), nn.BatchNorm1d(d), nn.ReLU(inplace=True), nn.Linear(d, d))
+
+def simclr_transform(size: int):
+    "SimCLR's augmentation of an image file at paper scale (crop, flip, colour jitter, grey, blur), torchvision's transforms."
+    from torchvision import transforms as T
+    from compatrepro.data import IMAGENET_MEAN, IMAGENET_STD
+    return T.Compose([T.RandomResizedCrop(size, scale=(0.08, 1.)), T.RandomHorizontalFlip(),
+                      T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(0.2),
+                      T.RandomApply([T.GaussianBlur(2*(size//20) + 1)], p=0.5), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 def _train_features(model, ds, device):
     "Un-augmented features of a training set (for synthesized classifiers)."
@@ -371,10 +403,16 @@ def _fit_backbone(spec, cache, key, device, data_root, num_workers, stop_after, 
                            spec.head_margin, spec.normalize, spec.scale,
                            image_size if spec.arch.startswith('vit') else None)
     model = to_device(model, device)
-    net = _Net(model)
-    if world > 1 or torch.distributed.is_initialized():
-        net = nn.parallel.DistributedDataParallel(net, device_ids=[device] if device.type == 'cuda' else None)
-    opt = _make_optimizer(spec, model.parameters())
+    simclr = spec.objective == 'simclr'
+    if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
+        import copy
+        ds = copy.copy(ds); ds.transform = simclr_transform(image_size)
+    proj = to_device(simclr_projection(spec.emb_dim), device) if simclr else None
+    net = _Net(model, proj)
+    if world > 1 or torch.distributed.is_initialized():   # SimCLR never uses the classifier head
+        net = nn.parallel.DistributedDataParallel(net, device_ids=[device] if device.type == 'cuda' else None,
+                                                  find_unused_parameters=simclr)
+    opt = _make_optimizer(spec, list(model.parameters()) + ([] if proj is None else list(proj.parameters())))
     steps = len(ds)//spec.batch_size
     if steps == 0: raise ValueError(f"{spec.split} has {len(ds)} training images, fewer than batch_size={spec.batch_size}")
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, spec.epochs, spec.schedule,
@@ -388,18 +426,23 @@ def _fit_backbone(spec, cache, key, device, data_root, num_workers, stop_after, 
     ckpt_path, start, history = checkpoint_path(cache, 'backbone', key), 0, []
     if ckpt_path.exists() and (ck := _load_ckpt(ckpt_path)) is not None:
         model.load_state_dict(ck['model']); opt.load_state_dict(ck['optimizer']); sched.load_state_dict(ck['scheduler'])
+        if proj is not None: proj.load_state_dict(ck['proj'])
         scaler.load_state_dict(ck['scaler']); _set_rng_state(ck['rng']); start, history = ck['epoch'], ck['history']
         logger.info(f"resuming backbone {spec_key('backbone', key)} after epoch {start}")
     cl = device.type == 'cuda' and not spec.arch.startswith('vit')
     for epoch in range(start, spec.epochs):
         model.train(); t0, tot, n = time.time(), torch.zeros((), device=device), 0
-        bar = _bar(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers, train=spec.augment),
-                   f'{spec.arch} {spec.split} epoch {epoch+1}/{spec.epochs}', show_progress and rank == 0, total=steps)
+        bar = _bar(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers, train=spec.augment,
+                                views=2 if simclr else 1),
+                   f'{spec.arch} {spec.split} epoch {epoch+1}/{spec.epochs}' + (' (SimCLR)' if simclr else ''),
+                   show_progress and rank == 0, total=steps)
         for x, y in bar:
+            if simclr: x = torch.cat([x[:, 0], x[:, 1]])   # both views in one forward; the labels are never read
             if cl: x = x.contiguous(memory_format=torch.channels_last)
             with autocast(device, use_amp):
-                phi, logits = net(x, y)
-                loss = L.label_smoothing_ce(logits.float(), model.head.targets(y), eps=spec.label_smoothing)
+                phi, out = net(x, y)
+                if simclr: loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
+                else: loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
                 if compat is not None: loss = loss + spec.compat.weight*compat(x, y, phi, model.head)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
@@ -409,8 +452,9 @@ def _fit_backbone(spec, cache, key, device, data_root, num_workers, stop_after, 
             raise FloatingPointError(f"the training loss of {spec.arch} on {spec.split} became {history[-1]['loss']} in epoch "
                                      f"{epoch+1}; lower the learning rate (spec.lr={spec.lr}) or check the data")
         if rank == 0:
-            _save_ckpt(ckpt_path, model=model.state_dict(), optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                       scaler=scaler.state_dict(), rng=_rng_state(), epoch=epoch + 1, history=history)
+            _save_ckpt(ckpt_path, model=model.state_dict(), proj=None if proj is None else proj.state_dict(),
+                       optimizer=opt.state_dict(), scheduler=sched.state_dict(), scaler=scaler.state_dict(),
+                       rng=_rng_state(), epoch=epoch + 1, history=history)
         _barrier(world)
         if stop_after is not None and epoch + 1 >= stop_after and epoch + 1 < spec.epochs:
             raise TrainingInterrupted(f"stopped after epoch {epoch+1} of {spec.epochs} (stop_after={stop_after}); call again to resume")
@@ -421,7 +465,15 @@ def get_backbone(spec: BackboneSpec, device: str = 'auto', **kw) -> EmbeddingMod
     "The trained `EmbeddingModel` of `spec` on `device`, in eval mode (trained and cached if missing)."
     return load_model(train_backbone(spec, device=device, **kw), get_device(device))
 
-# %% ../nbs/04_train.ipynb #b9156fe6
+# %% ../nbs/04_train.ipynb #f28b041b
+def simclr_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> BackboneSpec:
+    "The side-information model of FastFill App. B.2: a SimCLR backbone on `split` (the old model's training split)."
+    kw = dict(objective='simclr', augment=True, label_smoothing=0.)
+    if scale == 'paper': kw['arch'] = 'resnet50'
+    else: kw['epochs'] = TINY_RECIPE['epochs']//2   # two views an image: the compute of the old model's training
+    return backbone_spec(split, scale, seed, **(kw | overrides))
+
+# %% ../nbs/04_train.ipynb #a66ede2e
 FASTFILL_OBJECTIVES = ('l2', 'disc', 'l2+disc', 'l2+uncert', 'disc+uncert', 'l2+disc+uncert')
 RM_OBJECTIVES = ('rqt', 'cl', 'cl-m', 'mcl')
 
@@ -450,7 +502,7 @@ class TransformationSpec:
     batch_size: int = 1024
     warmup_epochs: float = 5.0
     freeze_bn_epoch: float|None = 40     # BatchNorm frozen (eval mode) from this epoch on; None: never
-    psi_grad_to_h: bool = True           # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
+    psi_grad_to_h: bool = field(default=True, metadata=KEY_NEW_FIELD)   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
                                          # backbone); False: psi reads h with the gradient stopped (an ablation)
 
     def __post_init__(self):
@@ -478,9 +530,7 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
 
 def transformation_key(spec: TransformationSpec) -> dict:
     "The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones' compat versions."
-    s = asdict(spec)
-    if spec.psi_grad_to_h: del s['psi_grad_to_h']   # at its default the field is left out: older keys stay valid
-    key = {'spec': s, 'code_version': CODE_VERSION}
+    key = {'spec': spec, 'code_version': CODE_VERSION}   # fields added later are left out at their default (KEY_NEW_FIELD)
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were

@@ -71,3 +71,18 @@ def test_paper_scale_vggface2_path(tmp_path):
     tspec = T.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
     net = T.train_transformation(tspec, cache, device='cpu', data_root=root, show_progress=False)
     assert np.isfinite(net['history'][-1]['loss'])
+
+
+def test_paper_scale_side_information_path(tmp_path):
+    "Notebook 27's path at paper scale: a SimCLR ResNet on ImageNet-500 (two views through SimCLR's augmentation), then FCT's h with it."
+    root = str(_fake_imagenet(tmp_path/'data'))
+    cache = ArtifactCache(tmp_path/'cache')
+    small = dict(epochs=1, batch_size=4, warmup_epochs=0, arch='resnet18')
+    side = T.simclr_spec('imagenet-500', 'paper', seed=0, **small)
+    art = T.train_backbone(side, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
+    assert np.isfinite(art['history'][0]['loss']) and art['history'][0]['loss'] > 0
+    old, new = (T.backbone_spec(s, 'paper', seed=0, **small) for s in ('imagenet-500', 'imagenet-1k'))
+    tspec = T.transformation_spec(old, new, 'l2', side_info=side, epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
+    net = T.train_transformation(tspec, cache, device='cpu', data_root=root, show_progress=False)
+    assert np.isfinite(net['history'][-1]['loss'])
+    assert net['transformation']['build_args']['side_dim'] == 128
