@@ -29,9 +29,12 @@ def test_library_notebook(nb):
 # Experiment notebooks run in two lanes at once, each kernel with one intra-op thread. On the 2-core CI machine a
 # ResNet-18 step takes 0.37 s with 2 threads and 0.56 s with 1, so two lanes do about 1.3x the work of one notebook
 # at a time (benchmarks/bench_lanes.py measures it). Notebooks that share trained models sit in one lane, so the cache
-# never trains a model twice; notebooks that read the others' records (the claims) run after both lanes.
+# never trains a model twice, except where AFTER makes a notebook in the other lane wait for the one that trains its
+# models (27 uses 20's old and new models; it sits in the shorter lane, which reaches it long after 20 has finished).
+# Notebooks that read the others' records (the claims) run after both lanes.
 LANES = (('20_fastfill_imagenet', '21_fastfill_ablation', '26_fastfill_unseen', '24_fastfill_biased'),
-         ('22_fastfill_places', '23_fastfill_vggface2'))
+         ('22_fastfill_places', '23_fastfill_vggface2', '27_fastfill_side_info'))
+AFTER = {'27_fastfill_side_info': '20_fastfill_imagenet'}
 LAST = re.compile(r'_claims')
 
 
@@ -55,6 +58,18 @@ def test_lanes_cover_every_notebook_once():
     assert lanes == [['20_fastfill_imagenet.ipynb'], ['30_ract_new.ipynb']] and last == ['29_fastfill_claims.ipynb']
 
 
+def test_a_notebook_waits_for_the_one_that_trains_its_models(tmp_path):
+    "27 (lane B) starts only once 20 (lane A) has finished, however fast lane B is."
+    log = []
+    class Fake(LaneRunner):
+        def _execute(self, nb):
+            log.append(('start', nb)); time.sleep(0.3 if nb.startswith('20') else 0); log.append(('end', nb))
+            return subprocess.CompletedProcess([], 0, '', '')
+    r = Fake(tmp_path, ['20_fastfill_imagenet.ipynb', '27_fastfill_side_info.ipynb'])
+    assert r.result('27_fastfill_side_info.ipynb')[0].returncode == 0
+    assert log.index(('end', '20_fastfill_imagenet.ipynb')) < log.index(('start', '27_fastfill_side_info.ipynb'))
+
+
 class LaneRunner:
     "Runs notebooks with papermill in lanes (a thread per lane, one process at a time in each); `result(nb)` waits for one."
     def __init__(self, results_dir, names):
@@ -67,20 +82,25 @@ class LaneRunner:
         threading.Thread(target=self._last, daemon=True).start()
 
     def _run(self, nb):
+        dep = next((d for d in self.done if Path(d).stem == AFTER.get(Path(nb).stem)), None)
+        if dep is not None: self.done[dep].wait()   # its models are trained by `dep`
         t0 = time.time()
         try:
             if self.stopped: raise RuntimeError('the test session ended before this notebook started')
-            p = subprocess.Popen(['papermill', f'nbs/{nb}', str(self.results_dir/nb), '-p', 'out_dir', str(self.results_dir),
-                                  '--cwd', 'nbs', '-k', 'python3', '--no-progress-bar'],
-                                 cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            self.procs.add(p)
-            out, err = p.communicate()
-            self.procs.discard(p)
-            r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+            r = self._execute(nb)
         except Exception as e:   # reported on the notebook's own test instead of hanging it
             r = subprocess.CompletedProcess([], 1, '', repr(e))
         self.results[nb] = (r, time.time() - t0)
         self.done[nb].set()
+
+    def _execute(self, nb):
+        p = subprocess.Popen(['papermill', f'nbs/{nb}', str(self.results_dir/nb), '-p', 'out_dir', str(self.results_dir),
+                              '--cwd', 'nbs', '-k', 'python3', '--no-progress-bar'],
+                             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.add(p)
+        out, err = p.communicate()
+        self.procs.discard(p)
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def _lane(self, lane):
         for nb in lane: self._run(nb)
