@@ -27,8 +27,8 @@ def test_library_notebook(nb):
 
 
 # Experiment notebooks run in two lanes at once, each kernel with one intra-op thread. On the 2-core CI machine a
-# ResNet-18 step takes 0.37 s with 2 threads and 0.56 s with 1, so two lanes do about 1.3x the work of one notebook
-# at a time (benchmarks/bench_lanes.py measures it). Notebooks that share trained models sit in one lane, so the cache
+# ResNet-18 step takes 0.37 s with 2 threads, 0.56 s with 1 alone (benchmarks/bench_lanes.py) and 0.62 s in each of
+# two busy lanes, so two lanes do about 1.2x the work of one notebook at a time. Notebooks that share trained models sit in one lane, so the cache
 # never trains a model twice, except where AFTER makes a notebook in the other lane wait for the one that trains its
 # models (27 uses 20's old and new models; it sits in the shorter lane, which reaches it long after 20 has finished).
 # Notebooks that read the others' records (the claims) run after both lanes.
