@@ -87,7 +87,7 @@ class ClassifierHead(nn.Module):
     def extra_repr(self): return f'{self.emb_dim} -> {self.n_classes} classes, kind={self.kind}, s={self.scale}, m={self.margin}'
 
 # %% ../nbs/02_models.ipynb #ab12fcdd
-ARCHS = ('resnet18', 'resnet34', 'resnet50', 'resnet101', 'resnet152', 'vit_b_32')
+ARCHS = ('resnet10', 'resnet18', 'resnet34', 'resnet50', 'resnet101', 'resnet152', 'vit_b_32')
 
 def tiny_stem(model: nn.Module) -> nn.Module:
     "Replace a torchvision ResNet's 7x7 stride-2 stem convolution by a 3x3 stride-2 one for 32x32 inputs (max-pool kept)."
@@ -99,6 +99,12 @@ def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|
     "A torchvision trunk for `arch` whose forward gives pooled features, and their width."
     if arch not in ARCHS: raise ValueError(f"arch={arch!r} is not supported; use one of {ARCHS}")
     if scale not in ('tiny', 'paper'): raise ValueError(f"scale={scale!r}: use 'tiny' (32x32 stand-in) or 'paper'")
+    if arch == 'resnet10':
+        from torchvision.models.resnet import ResNet, BasicBlock
+        m = ResNet(BasicBlock, [1, 1, 1, 1], zero_init_residual=True)
+        if scale == 'tiny': tiny_stem(m)
+        width = m.fc.in_features; m.fc = nn.Identity()
+        return m, width
     if arch.startswith('resnet'):
         m = getattr(torchvision.models, arch)(weights=None, zero_init_residual=True)
         if scale == 'tiny': tiny_stem(m)
