@@ -6,6 +6,7 @@ Experiment notebooks share trained tiny models through the artifact cache ($COMP
 import os, re, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
+from notebook_lanes import LANES, AFTER, LaneRunner, lanes_for, left_out
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'
@@ -24,30 +25,6 @@ def _run(cmd, **kw):
 def test_library_notebook(nb):
     r = _run(['nbdev_test', '--path', f'nbs/{nb}', '--flags', FLAGS])
     assert r.returncode == 0, f'nbdev_test failed on {nb}:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}'
-
-
-# Experiment notebooks run in two lanes at once, each kernel with one intra-op thread. On the 2-core CI machine a
-# ResNet-18 step takes 0.37 s with 2 threads, 0.56 s with 1 alone (benchmarks/bench_lanes.py) and 0.62 s in each of
-# two busy lanes, so two lanes do about 1.2x the work of one notebook at a time. Notebooks that share trained models sit in one lane, so the cache
-# never trains a model twice, except where AFTER makes a notebook in the other lane wait for the one that trains its
-# models (27 uses 20's old and new models; it sits in the shorter lane, which reaches it long after 20 has finished).
-# Notebooks that read the others' records (the claims) run after both lanes.
-LANES = (('20_fastfill_imagenet', '21_fastfill_ablation', '26_fastfill_unseen', '24_fastfill_biased'),
-         ('22_fastfill_places', '23_fastfill_vggface2', '27_fastfill_side_info'))
-AFTER = {'27_fastfill_side_info': '20_fastfill_imagenet'}
-LAST = re.compile(r'_claims')
-
-
-def lanes_for(names):
-    "LANES restricted to `names`, every other notebook added to the shortest lane, and the notebooks to run last."
-    names = [n for n in names]
-    stems = {Path(n).stem: n for n in names}
-    last = [n for n in names if LAST.search(n)]
-    lanes = [[stems[s] for s in lane if s in stems] for lane in LANES]
-    placed = {n for lane in lanes for n in lane} | set(last)
-    for n in names:
-        if n not in placed: min(lanes, key=len).append(n)
-    return lanes, last
 
 
 def test_lanes_cover_every_notebook_once():
@@ -70,65 +47,20 @@ def test_a_notebook_waits_for_the_one_that_trains_its_models(tmp_path):
     assert log.index(('end', '20_fastfill_imagenet.ipynb')) < log.index(('start', '27_fastfill_side_info.ipynb'))
 
 
-class LaneRunner:
-    "Runs notebooks with papermill in lanes (a thread per lane, one process at a time in each); `result(nb)` waits for one."
-    def __init__(self, results_dir, names):
-        self.results_dir, self.done, self.results = results_dir, {n: threading.Event() for n in names}, {}
-        self.lanes, self.last = lanes_for(names)
-        self.env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
-        self.procs, self.stopped = set(), False
-        self.threads = [threading.Thread(target=self._lane, args=(lane,), daemon=True) for lane in self.lanes]
-        for t in self.threads: t.start()
-        threading.Thread(target=self._last, daemon=True).start()
-
-    def _run(self, nb):
-        dep = next((d for d in self.done if Path(d).stem == AFTER.get(Path(nb).stem)), None)
-        if dep is not None: self.done[dep].wait()   # its models are trained by `dep`
-        t0 = time.time()
-        try:
-            if self.stopped: raise RuntimeError('the test session ended before this notebook started')
-            r = self._execute(nb)
-        except Exception as e:   # reported on the notebook's own test instead of hanging it
-            r = subprocess.CompletedProcess([], 1, '', repr(e))
-        self.results[nb] = (r, time.time() - t0)
-        self.done[nb].set()
-
-    def _execute(self, nb):
-        p = subprocess.Popen(['papermill', f'nbs/{nb}', str(self.results_dir/nb), '-p', 'out_dir', str(self.results_dir),
-                              '--cwd', 'nbs', '-k', 'python3', '--no-progress-bar'],
-                             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.procs.add(p)
-        out, err = p.communicate()
-        self.procs.discard(p)
-        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
-
-    def _lane(self, lane):
-        for nb in lane: self._run(nb)
-
-    def _last(self):
-        for t in self.threads: t.join()
-        for nb in self.last: self._run(nb)
-
-    def result(self, nb):
-        self.done[nb].wait()
-        return self.results[nb]
-
-    def stop(self):
-        "End the run: kill what is still running (e.g. after Ctrl-C, or when only some notebooks were selected)."
-        self.stopped = True
-        for p in list(self.procs): p.kill()
+def test_experiment_notebooks_are_waited_for_last(request):
+    "Every other test runs while the lanes work: the experiment tests (which only wait) come after them, then the export check."
+    names = [getattr(it, 'originalname', it.name) for it in request.session.items]
+    kinds = [2 if n == 'test_notebooks_and_package_agree' else 1 if n == 'test_experiment_notebook_runs_with_defaults' else 0
+             for n in names]
+    assert kinds == sorted(kinds), 'conftest.pytest_collection_modifyitems did not move the experiment tests to the end'
 
 
-@pytest.fixture(scope='module')
-def runner(request, tmp_path_factory):
-    "One results folder for the experiment notebooks selected in this session, run as `compatrepro reproduce` would (29_ reads the others')."
-    chosen = [it.callspec.params['nb'] for it in request.session.items
-              if getattr(it, 'originalname', None) == 'test_experiment_notebook_runs_with_defaults']
-    from compatrepro.data import glyph_universe
-    glyph_universe()   # made once here, not once per lane
-    r = LaneRunner(tmp_path_factory.mktemp('results'), chosen)
-    yield r
-    r.stop()
+@pytest.fixture
+def runner(notebook_lanes, nb):
+    "The session's LaneRunner (conftest.py), started when the session started."
+    if why := left_out(nb): pytest.skip(f'{nb} is left out of the test session: {why} (COMPATREPRO_ALL_NOTEBOOKS=1 runs it)')
+    assert notebook_lanes is not None, 'no experiment notebook was selected'
+    return notebook_lanes
 
 
 @pytest.mark.parametrize('nb', experiments)
