@@ -47,25 +47,22 @@ def test_a_notebook_waits_for_the_one_that_trains_its_models(tmp_path):
     assert log.index(('end', '20_fastfill_imagenet.ipynb')) < log.index(('start', '27_fastfill_side_info.ipynb'))
 
 
-def test_experiment_notebooks_are_waited_for_last(request):
-    "Every other test runs while the lanes work: the experiment tests (which only wait) come after them, then the export check."
-    names = [getattr(it, 'originalname', it.name) for it in request.session.items]
-    kinds = [2 if n == 'test_notebooks_and_package_agree' else 1 if n == 'test_experiment_notebook_runs_with_defaults' else 0
-             for n in names]
-    assert kinds == sorted(kinds), 'conftest.pytest_collection_modifyitems did not move the experiment tests to the end'
-
-
-@pytest.fixture
-def runner(notebook_lanes, nb):
-    "The session's LaneRunner (conftest.py), started when the session started."
-    if why := left_out(nb): pytest.skip(f'{nb} is left out of the test session: {why} (COMPATREPRO_ALL_NOTEBOOKS=1 runs it)')
-    assert notebook_lanes is not None, 'no experiment notebook was selected'
-    return notebook_lanes
+@pytest.fixture(scope='module')
+def runner(request, tmp_path_factory):
+    "One results folder for the experiment notebooks selected in this session, run as `compatrepro reproduce` would (29_ reads the others')."
+    chosen = [it.callspec.params['nb'] for it in request.session.items
+              if getattr(it, 'originalname', None) == 'test_experiment_notebook_runs_with_defaults' and left_out(it.callspec.params['nb']) is None]
+    from compatrepro.data import glyph_universe
+    glyph_universe()   # made once here, not once per lane
+    r = LaneRunner(tmp_path_factory.mktemp('results'), chosen)
+    yield r
+    r.stop()
 
 
 @pytest.mark.parametrize('nb', experiments)
 def test_experiment_notebook_runs_with_defaults(nb, runner):
     "papermill with the notebook's own defaults (tiny scale); results go to a temporary folder."
+    if why := left_out(nb): pytest.skip(f'{nb} is left out of the test session: {why} (COMPATREPRO_ALL_NOTEBOOKS=1 runs it)')
     r, seconds = runner.result(nb)
     print(f'{nb}: {seconds:.0f} s')
     assert r.returncode == 0, f'papermill failed on {nb}:\n{r.stderr[-8000:]}'
