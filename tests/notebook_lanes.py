@@ -25,6 +25,8 @@ LEFT_OUT = {'25_fastfill_arch': "it trains three models of its own (1094 s on th
 def left_out(name):
     "Why the notebook `name` is left out of this test session, or None when it runs."
     return None if os.environ.get('COMPATREPRO_ALL_NOTEBOOKS') == '1' else LEFT_OUT.get(Path(name).stem)
+
+
 LAST = re.compile(r'_claims')
 
 
