@@ -99,14 +99,11 @@ def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|
     "A torchvision trunk for `arch` whose forward gives pooled features, and their width."
     if arch not in ARCHS: raise ValueError(f"arch={arch!r} is not supported; use one of {ARCHS}")
     if scale not in ('tiny', 'paper'): raise ValueError(f"scale={scale!r}: use 'tiny' (32x32 stand-in) or 'paper'")
-    if arch == 'resnet10':
-        from torchvision.models.resnet import ResNet, BasicBlock
-        m = ResNet(BasicBlock, [1, 1, 1, 1], zero_init_residual=True)
-        if scale == 'tiny': tiny_stem(m)
-        width = m.fc.in_features; m.fc = nn.Identity()
-        return m, width
     if arch.startswith('resnet'):
-        m = getattr(torchvision.models, arch)(weights=None, zero_init_residual=True)
+        if arch == 'resnet10':   # torchvision has no constructor for it; its ResNet class builds it
+            from torchvision.models.resnet import ResNet, BasicBlock
+            m = ResNet(BasicBlock, [1, 1, 1, 1], zero_init_residual=True)
+        else: m = getattr(torchvision.models, arch)(weights=None, zero_init_residual=True)
         if scale == 'tiny': tiny_stem(m)
         width = m.fc.in_features; m.fc = nn.Identity()
         return m, width
