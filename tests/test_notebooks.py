@@ -3,10 +3,10 @@ notebooks (10-89) through papermill with their default parameters, so each runs 
 
 Experiment notebooks share trained tiny models through the artifact cache ($COMPATREPRO_CACHE).
 """
-import os, re, subprocess, sys, threading, time
+import os, re, subprocess, time
 from pathlib import Path
 import pytest
-from notebook_lanes import LANES, AFTER, LaneRunner, lanes_for, left_out
+from notebook_lanes import LaneRunner, lanes_for, left_out
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'
