@@ -22,19 +22,26 @@ def _fake_imagenet(root, n_classes=4, n_train=4, n_val=2):
     return root
 
 
+SMALL = dict(epochs=1, batch_size=4, warmup_epochs=0, arch='resnet18')   # the paper's recipe, one epoch of 4-image batches
+
+
+def _tree_and_cache(tmp_path, make_tree):
+    "A fake dataset tree (`make_tree`) and an empty artifact cache under `tmp_path`."
+    return str(make_tree(tmp_path/'data')), ArtifactCache(tmp_path/'cache')
+
+
 def test_paper_scale_trains_a_few_steps(tmp_path):
-    root = _fake_imagenet(tmp_path/'data')
-    spec = T.backbone_spec('imagenet-500', 'paper', seed=0, arch='resnet18', epochs=1, batch_size=4, warmup_epochs=0)
+    root, cache = _tree_and_cache(tmp_path, _fake_imagenet)
+    spec = T.backbone_spec('imagenet-500', 'paper', seed=0, **SMALL)
     assert spec.emb_dim == 128 and spec.momentum == 0.875 and spec.label_smoothing == 0.1   # the paper's recipe, smaller
-    cache = ArtifactCache(tmp_path/'cache')
-    art = T.train_backbone(spec, cache, device='cpu', data_root=str(root), num_workers=0, show_progress=False)
+    art = T.train_backbone(spec, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
     assert len(art['history']) == 1 and np.isfinite(art['history'][0]['loss'])
     m = load_model(art)
     assert m.class_ids.tolist() == [0, 1]                       # the first half of the 4 synsets: 'imagenet-500'
     assert m.backbone.conv1.kernel_size == (7, 7)               # the ImageNet stem, not the tiny one
     init = T.EmbeddingModel('resnet18', 128, [0, 1]).state_dict()['embedding.weight']
     assert not torch.equal(art['model']['state_dict']['embedding.weight'], init)
-    f = get_features(spec, 'imagenet-1k', 'eval', cache, device='cpu', data_root=str(root), show_progress=False, logits=True)
+    f = get_features(spec, 'imagenet-1k', 'eval', cache, device='cpu', data_root=root, show_progress=False, logits=True)
     assert f['features'].shape == (8, 128) and f['labels'].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert f['logits'].shape == (8, 2)
 
@@ -55,11 +62,9 @@ def _fake_vggface2(root, n_train=8, n_test=3, per_id=4):
 
 def test_paper_scale_vggface2_path(tmp_path):
     "Notebook 23's path at paper scale: ArcFace ResNet-18 (old), RACT against it, FastFill's h and psi with ArcFace L_disc."
-    root = str(_fake_vggface2(tmp_path/'data'))
-    cache = ArtifactCache(tmp_path/'cache')
-    small = dict(epochs=1, batch_size=4, warmup_epochs=0, arch='resnet18')
-    old = T.backbone_spec('vggface2-863', 'paper', seed=0, **small)
-    new = T.backbone_spec('vggface2-8631', 'paper', seed=0, **small)
+    root, cache = _tree_and_cache(tmp_path, _fake_vggface2)
+    old = T.backbone_spec('vggface2-863', 'paper', seed=0, **SMALL)
+    new = T.backbone_spec('vggface2-8631', 'paper', seed=0, **SMALL)
     assert old.head == 'arcface' and old.head_margin == 0.5 and old.head_scale == 64. and old.normalize   # FastFill A.2
     ract = replace(new, compat=T.ract_compat(old, 'fastfill'))
     for spec in (old, ract):
@@ -75,13 +80,11 @@ def test_paper_scale_vggface2_path(tmp_path):
 
 def test_paper_scale_side_information_path(tmp_path):
     "Notebook 27's path at paper scale: a SimCLR ResNet on ImageNet-500 (two views through SimCLR's augmentation), then FCT's h with it."
-    root = str(_fake_imagenet(tmp_path/'data'))
-    cache = ArtifactCache(tmp_path/'cache')
-    small = dict(epochs=1, batch_size=4, warmup_epochs=0, arch='resnet18')
-    side = T.simclr_spec('imagenet-500', 'paper', seed=0, **small)
+    root, cache = _tree_and_cache(tmp_path, _fake_imagenet)
+    side = T.simclr_spec('imagenet-500', 'paper', seed=0, **SMALL)
     art = T.train_backbone(side, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
     assert np.isfinite(art['history'][0]['loss']) and art['history'][0]['loss'] > 0
-    old, new = (T.backbone_spec(s, 'paper', seed=0, **small) for s in ('imagenet-500', 'imagenet-1k'))
+    old, new = (T.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
     tspec = T.transformation_spec(old, new, 'l2', side_info=side, epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
     net = T.train_transformation(tspec, cache, device='cpu', data_root=root, show_progress=False)
     assert np.isfinite(net['history'][-1]['loss'])
