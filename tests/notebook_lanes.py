@@ -1,5 +1,5 @@
 """The experiment notebooks' lanes: which notebooks run side by side under papermill in a test session, and the runner
-(`tests/conftest.py` starts it with the test session)."""
+(`tests/test_notebooks.py` starts it when it reaches the first experiment notebook)."""
 import os, re, subprocess, threading, time
 from pathlib import Path
 
@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # in one lane, so the cache never trains a model twice, except where AFTER makes a notebook in the other lane wait for
 # the one that trains its models (27 uses 20's old and new models; it sits in the shorter lane, which reaches it long
 # after 20 has finished). Notebooks that read the others' records (the claims) run after both lanes. The lanes start
-# with the test session, and the other tests (about 10 minutes, mostly one thread or waiting on subprocesses) run beside
-# them; test_standin_gap waits for 20, whose old and new models it reads from the shared cache instead of training them.
+# only after the other tests of test_notebooks.py and those before it, not with the session: test_standin_gap trains
+# 20's old and new models into the shared cache, and beside the lanes it would train them a second time.
 LANES = (('20_fastfill_imagenet', '21_fastfill_ablation', '26_fastfill_unseen', '24_fastfill_biased'),
          ('22_fastfill_places', '23_fastfill_vggface2', '27_fastfill_side_info'))
 AFTER = {'27_fastfill_side_info': '20_fastfill_imagenet', '25_fastfill_arch': '20_fastfill_imagenet'}

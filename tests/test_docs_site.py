@@ -140,7 +140,6 @@ def test_site_in_chromium(server):
             else: outside.append(u); r.abort()
         ctx.route('**/*', route)
         page = ctx.pages[0] if ctx.pages else ctx.new_page()
-        page.set_default_timeout(90_000)   # the notebook lanes train on both cores meanwhile (conftest.py)
         cur = {'url': ''}
         page.on('console', lambda m: problems.append(f"{cur['url']}: console {m.type}: {m.text}") if m.type == 'error' else None)
         page.on('pageerror', lambda e: problems.append(f"{cur['url']}: page error: {e}"))
@@ -157,7 +156,7 @@ def test_site_in_chromium(server):
             n_math = page.locator('.math').count()
             if n_math:
                 pages_with_math += 1
-                page.wait_for_function('() => window.MathJax && MathJax.startup && MathJax.startup.promise', timeout=60_000)
+                page.wait_for_function('() => window.MathJax && MathJax.startup && MathJax.startup.promise', timeout=20000)
                 page.evaluate('() => MathJax.startup.promise')
                 bad = page.evaluate('''() => [...document.querySelectorAll('.math')]
                     .filter(e => !e.querySelector('mjx-container') || e.querySelector('mjx-merror'))

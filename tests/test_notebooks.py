@@ -47,15 +47,26 @@ def test_a_notebook_waits_for_the_one_that_trains_its_models(tmp_path):
     assert log.index(('end', '20_fastfill_imagenet.ipynb')) < log.index(('start', '27_fastfill_side_info.ipynb'))
 
 
+@pytest.fixture(scope='module')
+def runner(request, tmp_path_factory):
+    "One results folder for the experiment notebooks selected in this session, run as `compatrepro reproduce` would (29_ reads the others')."
+    chosen = [it.callspec.params['nb'] for it in request.session.items
+              if getattr(it, 'originalname', None) == 'test_experiment_notebook_runs_with_defaults' and left_out(it.callspec.params['nb']) is None]
+    from compatrepro.data import glyph_universe
+    glyph_universe()   # made once here, not once per lane
+    r = LaneRunner(tmp_path_factory.mktemp('results'), chosen)
+    yield r
+    r.stop()
+
+
 @pytest.mark.parametrize('nb', experiments)
-def test_experiment_notebook_runs_with_defaults(nb, notebook_lanes):
-    """papermill with the notebook's own defaults (tiny scale), run as `compatrepro reproduce` would (29_ reads the others'
-    records); results go to a temporary folder. The lanes start with the session (conftest.py); this test waits for `nb`."""
+def test_experiment_notebook_runs_with_defaults(nb, runner):
+    "papermill with the notebook's own defaults (tiny scale); results go to a temporary folder."
     if why := left_out(nb): pytest.skip(f'{nb} is left out of the test session: {why} (COMPATREPRO_ALL_NOTEBOOKS=1 runs it)')
-    r, seconds = notebook_lanes.result(nb)
+    r, seconds = runner.result(nb)
     print(f'{nb}: {seconds:.0f} s')
     assert r.returncode == 0, f'papermill failed on {nb}:\n{r.stderr[-8000:]}'
-    records = notebook_lanes.results_dir/'tiny'/'records'/f'{Path(nb).stem}.seed0.csv'
+    records = runner.results_dir/'tiny'/'records'/f'{Path(nb).stem}.seed0.csv'
     assert records.exists(), f'{nb} ran but wrote no result records ({records})'
 
 
