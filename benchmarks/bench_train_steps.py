@@ -1,0 +1,95 @@
+"""Images per second of compatrepro's paper-scale training path: the paper's recipe (FastFill App. A.2) for a ResNet on
+224x224 crops, JPEGs decoded and augmented by the DataLoader workers, AMP (bf16) and channels-last on a GPU, optionally
+with BCT's or RACT's compatibility term, and under `torchrun` with DDP. No dataset can be fetched here, so it writes a
+small fake ImageNet tree (random JPEGs of ImageNet's typical size) and repeats it to fill the requested steps; decoding
+noise JPEGs costs a little more than natural photos.
+
+    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200           # one GPU
+    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --compat ract
+    torchrun --nproc_per_node=1 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200   # DDP
+    python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0   # a CPU smoke run
+
+It trains two epochs of `--steps` steps each and prints the images per second of each; the second is the steady rate
+(the first includes cuDNN's autotuning and the workers' start). `--out f.json` also writes them.
+"""
+import argparse, json, os, shutil, tempfile, time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np, torch
+from PIL import Image
+
+from compatrepro.core import ArtifactCache, get_device
+from compatrepro.data import get_split
+from compatrepro import train as T
+
+
+def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0) -> Path:
+    "ImageNet's layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG) with random 500x375 JPEGs."
+    rng = np.random.default_rng(seed)
+    for part, k in (('train', per_class), ('val', 2)):
+        for c in range(n_classes):
+            d = root/'imagenet'/part/f'n{c:08d}'; d.mkdir(parents=True, exist_ok=True)
+            for i in range(k):
+                Image.fromarray(rng.integers(0, 255, (375, 500, 3), dtype=np.uint8)).save(d/f'n{c:08d}_{i}.JPEG', quality=90)
+    return root
+
+
+class Repeated(torch.utils.data.Dataset):
+    """`ds` read cyclically, in a fixed shuffled order so that any `n` items mix the classes, up to `n` items (the images
+    stay in the page cache; decoding and augmentation run each time)."""
+    def __init__(self, ds, n):
+        self.ds, self.n, self.classes, self.image_size = ds, n, ds.classes, ds.image_size
+        self.order = torch.randperm(len(ds), generator=torch.Generator().manual_seed(0)).tolist()
+    def __len__(self): return self.n
+    def __getitem__(self, i): return self.ds[self.order[i % len(self.ds)]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--arch', default='resnet50'); ap.add_argument('--batch', type=int, default=256, help='global batch')
+    ap.add_argument('--steps', type=int, default=200, help='steps per epoch (two epochs run)')
+    ap.add_argument('--workers', type=int, default=None, help='DataLoader workers per process (default: min(8, cores))')
+    ap.add_argument('--compat', choices=('none', 'bct', 'ract'), default='none',
+                    help="train against an old model (a 1-epoch ResNet of --arch on the first half of the classes)")
+    ap.add_argument('--classes', type=int, default=10); ap.add_argument('--per-class', type=int, default=32)
+    ap.add_argument('--device', default='auto'); ap.add_argument('--out', default=None)
+    a = ap.parse_args()
+    rank, world = int(os.environ.get('RANK', '0')), int(os.environ.get('WORLD_SIZE', '1'))
+    # one folder for all processes of a torchrun launch (they share MASTER_PORT), removed at the end
+    tmp = Path(tempfile.gettempdir())/f"compatrepro_bench_{os.environ.get('MASTER_PORT', os.getpid())}"
+    done = tmp/'tree_written'
+    try:
+        if rank == 0: fake_imagenet(tmp/'data', a.classes, a.per_class); done.touch()
+        while not done.exists(): time.sleep(0.5)   # the other ranks wait for rank 0's tree
+        root, cache = str(tmp/'data'), ArtifactCache(tmp/'cache')
+        small = dict(arch=a.arch, batch_size=a.batch, epochs=2, warmup_epochs=0)
+        spec = T.backbone_spec('imagenet-1k', 'paper', seed=0, **small)
+        if a.compat != 'none':   # the old model trains first, on the small tree as it is (not timed)
+            old = T.backbone_spec('imagenet-500', 'paper', seed=0, **dict(small, epochs=1, batch_size=min(a.batch, 8*world)))
+            spec = replace(spec, compat=T.CompatSpec('bct-syn', old) if a.compat == 'bct' else T.ract_compat(old, 'fastfill'))
+        pool = get_split('imagenet-1k', 'train', 'paper', root)
+        if a.compat == 'bct' and a.steps*a.batch < len(pool):
+            raise SystemExit(f"--compat bct synthesizes classifier rows from every class's images, so the {a.steps} steps of "
+                             f"{a.batch} must cover the tree's {len(pool)} images: raise --steps or lower --per-class")
+        ds = Repeated(pool, a.steps*a.batch)
+        art = T.train_backbone(spec, cache, device=a.device, data_root=root, num_workers=a.workers, dataset=ds,
+                               show_progress=rank == 0)
+    finally:
+        if torch.distributed.is_initialized(): torch.distributed.barrier()
+        if rank == 0: shutil.rmtree(tmp, ignore_errors=True)
+    if rank != 0: return
+    dev = get_device(a.device)
+    rates = [a.steps*a.batch/h['seconds'] for h in art['history']]
+    res = dict(arch=a.arch, global_batch=a.batch, steps_per_epoch=a.steps, compat=a.compat,
+               processes=world, workers=a.workers if a.workers is not None else min(8, os.cpu_count() or 1),
+               device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f'cpu ({os.cpu_count()} cores)',
+               amp=('bf16' if torch.cuda.is_bf16_supported() else 'fp16') if dev.type == 'cuda' else 'off (fp32)',
+               images_per_s_epoch1=round(rates[0], 1), images_per_s_epoch2=round(rates[1], 1),
+               final_loss=round(art['history'][-1]['loss'], 4), torch=torch.__version__)
+    for k, v in res.items(): print(f'{k}: {v}')
+    if a.out: Path(a.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == '__main__':
+    main()
