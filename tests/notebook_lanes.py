@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # the one that trains its models (27 uses 20's old and new models; it sits in the shorter lane, which reaches it long
 # after 20 has finished). Notebooks that read the others' records (the claims) run after both lanes. The lanes start
 # only after the other tests of test_notebooks.py and those before it, not with the session: test_standin_gap trains
-# 20's old and new models into the shared cache, and beside the lanes it would train them a second time.
+# 20's old and new models into the shared cache, and beside the lanes it would train them a second time. Starting the
+# lanes with the session anyway (with test_standin_gap moved after them) was measured slower: CI took 4899 s against
+# 4776 s, because the other tests (docs build, Chromium, DDP, library notebooks' kernels) leave no core idle (8885c72).
 LANES = (('20_fastfill_imagenet', '21_fastfill_ablation', '26_fastfill_unseen', '24_fastfill_biased'),
          ('22_fastfill_places', '23_fastfill_vggface2', '27_fastfill_side_info'))
 AFTER = {'27_fastfill_side_info': '20_fastfill_imagenet', '25_fastfill_arch': '20_fastfill_imagenet'}
