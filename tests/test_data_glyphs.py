@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from compatrepro.core import ArtifactCache
-from compatrepro.data import GlyphConfig, get_split, glyph_classes, list_splits, describe_split
+from compatrepro.glyphs import GlyphConfig, glyph_classes
+from compatrepro.data import get_split, list_splits, describe_split
 
 CFG = GlyphConfig(n_classes=40, n_train=6, n_eval=4)
 

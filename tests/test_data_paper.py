@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from compatrepro.data import build_manifest, get_split, list_splits, read_manifest, write_manifest, MANIFEST_NAME
+from compatrepro.data import get_split, list_splits
+from compatrepro.manifests import build_manifest, read_manifest, write_manifest, MANIFEST_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -204,6 +205,7 @@ def test_imdbface(tmp_path):
 
 
 def test_every_name_has_a_paper_layout():
-    from compatrepro.data import SPLITS, FAMILY_DIRS
+    from compatrepro.data import SPLITS
+    from compatrepro.manifests import FAMILY_DIRS
     assert {s.family for s in SPLITS.values()} <= set(FAMILY_DIRS)
     assert len(list_splits()) >= 30

@@ -1,8 +1,10 @@
-"Checkpoint/resume of the backbone trainer: a run killed after epoch k and resumed equals an uninterrupted run."
+"""Checkpoint/resume of the backbone trainer: a run stopped after epoch k and resumed equals an uninterrupted run.
+The trainer is pure (it always trains); the artifact cache and its checkpoint files belong to the pipeline."""
 import pytest, torch
 
-from compatrepro.core import ArtifactCache
+from compatrepro.core import RunContext, using_context
 from compatrepro.features import _TinyDS
+from compatrepro import pipeline as P
 from compatrepro import train as T
 
 
@@ -20,62 +22,122 @@ def _weights(art): return art['model']['state_dict']
 def _simclr(**kw): return _spec(objective='simclr', augment=True, label_smoothing=0., **kw)
 
 
+def _train(spec, ds, old=None, **kw): return T.train_backbone(spec, ds, old, device='cpu', show_progress=False, **kw)
+
+
+def _assert_same_weights(a, b):
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa: assert torch.equal(wa[k], wb[k]), k
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    "A run context on an empty cache under tmp_path (CPU, no bars)."
+    with using_context(RunContext(cache=tmp_path/'cache', device='cpu', progress=False)) as c: yield c
+
+
+@pytest.fixture
+def fake_split(monkeypatch):
+    "The pipeline's data: every split is the same small synthetic set."
+    ds = _TinyDS(n=32, c=4, size=16)
+    monkeypatch.setattr(P, 'get_split', lambda name, part, scale='tiny', data_root=None, seed=0, **kw: ds)
+    return ds
+
+
 @pytest.mark.parametrize('make_spec', [_spec, _simclr], ids=['supervised', 'simclr'])
 def test_resume_is_exact(tmp_path, make_spec):
     ds = _TinyDS(n=32, c=4, size=16)
     spec = make_spec()
-    full = T.train_backbone(spec, ArtifactCache(tmp_path/'a'), device='cpu', dataset=ds, show_progress=False)
-    cache_b = ArtifactCache(tmp_path/'b')
+    full = _train(spec, ds)
+    ck = tmp_path/'ck'/'backbone.pt'
     with pytest.raises(T.TrainingInterrupted):
-        T.train_backbone(spec, cache_b, device='cpu', dataset=ds, stop_after=1, show_progress=False)
-    ck = T.checkpoint_path(cache_b, 'backbone', T.backbone_key(spec))
-    assert ck.exists() and torch.load(ck, weights_only=False)['epoch'] == 1
-    assert ('backbone', T.backbone_key(spec)) not in cache_b          # an interrupted run is not cached
-    resumed = T.train_backbone(spec, cache_b, device='cpu', dataset=ds, show_progress=False)
-    assert not ck.exists()                                             # the checkpoint goes once the artifact is cached
-    assert [h['epoch'] for h in resumed['history']] == [1, 2, 3]
-    wa, wb = _weights(full), _weights(resumed)
-    assert wa.keys() == wb.keys()
-    for k in wa: assert torch.equal(wa[k], wb[k]), k
+        _train(spec, ds, checkpoint=ck, stop_after=1)
+    state = torch.load(ck, weights_only=False)
+    assert state['epoch'] == 1 and [h['epoch'] for h in state['history']] == [1]
+    resumed = _train(spec, ds, checkpoint=ck)
+    assert [h['epoch'] for h in resumed['history']] == [1, 2, 3]          # epochs 2 and 3 only were trained now
+    assert torch.load(ck, weights_only=False)['epoch'] == 3
+    _assert_same_weights(full, resumed)
     # the weights moved (the test would pass trivially if training did nothing)
     init = T.EmbeddingModel('resnet18', 8, range(4), scale='tiny').state_dict()
-    assert not torch.equal(init['embedding.weight'], wa['embedding.weight'])
+    assert not torch.equal(init['embedding.weight'], _weights(full)['embedding.weight'])
     assert [round(h['loss'], 6) for h in full['history']] == [round(h['loss'], 6) for h in resumed['history']]
 
 
-def test_cache_hit_does_not_train(tmp_path, monkeypatch):
-    ds = _TinyDS(n=16, c=4, size=16)
-    spec, cache = _spec(epochs=1), ArtifactCache(tmp_path)
-    a = T.train_backbone(spec, cache, device='cpu', dataset=ds, show_progress=False)
-    monkeypatch.setattr(T, '_fit_backbone', lambda *a, **k: (_ for _ in ()).throw(AssertionError('trained again')))
-    b = T.train_backbone(spec, cache, device='cpu', dataset=ds, show_progress=False)
-    for k in _weights(a): assert torch.equal(_weights(a)[k], _weights(b)[k])
+def test_resume_starts_from_the_checkpoint(tmp_path):
+    "A checkpoint of another run's epoch 1 is what the trainer resumes from: it does not silently start over."
+    ds = _TinyDS(n=32, c=4, size=16)
+    ck = tmp_path/'ck.pt'
+    with pytest.raises(T.TrainingInterrupted): _train(_spec(), ds, checkpoint=ck, stop_after=1)
+    state = torch.load(ck, weights_only=False)
+    state['model'] = {k: torch.zeros_like(v) if k == 'embedding.weight' else v for k, v in state['model'].items()}
+    torch.save(state, ck)
+    resumed = _train(_spec(), ds, checkpoint=ck)
+    assert [h['epoch'] for h in resumed['history']] == [1, 2, 3]
+    assert not torch.equal(_weights(resumed)['embedding.weight'], _weights(_train(_spec(), ds))['embedding.weight'])
+
+
+def test_pipeline_resumes_an_interrupted_training(ctx, fake_split, monkeypatch):
+    "The pipeline checkpoints into the cache's checkpoint path; an interrupted run is not cached; the next call resumes it."
+    spec = _spec()
+    key = T.backbone_key(spec)
+    ck = ctx.cache.checkpoint_path('backbone', key)
+    real = P.train_backbone
+    monkeypatch.setattr(P, 'train_backbone', lambda *a, **k: real(*a, **(k | dict(stop_after=1))))
+    with pytest.raises(T.TrainingInterrupted):
+        P.cached_backbone(spec)
+    assert ck.exists() and torch.load(ck, weights_only=False)['epoch'] == 1
+    assert ('backbone', key) not in ctx.cache                          # an interrupted run is not cached
+    calls = []
+    monkeypatch.setattr(P, 'train_backbone', lambda *a, **k: calls.append(k['checkpoint']) or real(*a, **k))
+    resumed = P.cached_backbone(spec)
+    assert calls == [ck]
+    assert [h['epoch'] for h in resumed['history']] == [1, 2, 3]
+    assert ('backbone', key) in ctx.cache and not ck.exists()         # the checkpoint goes once the artifact is cached
+    _assert_same_weights(_train(spec, fake_split), resumed)
+
+
+def test_cache_hit_does_not_train(ctx, fake_split, monkeypatch):
+    spec = _spec(epochs=1)
+    a = P.cached_backbone(spec)
+    assert ('backbone', T.backbone_key(spec)) in ctx.cache
+    monkeypatch.setattr(P, 'train_backbone', lambda *a, **k: (_ for _ in ()).throw(AssertionError('trained again')))
+    _assert_same_weights(a, P.cached_backbone(spec))
+    m = P.get_backbone(spec)                                           # the model, from the same artifact
+    assert torch.equal(m.state_dict()['embedding.weight'], _weights(a)['embedding.weight']) and not m.training
     # another seed is another artifact
     with pytest.raises(AssertionError, match='trained again'):
-        T.train_backbone(_spec(epochs=1, seed=6), cache, device='cpu', dataset=ds, show_progress=False)
+        P.cached_backbone(_spec(epochs=1, seed=6))
 
 
-def test_different_seeds_differ(tmp_path):
+def test_different_seeds_differ():
     ds = _TinyDS(n=16, c=4, size=16)
-    a = T.train_backbone(_spec(epochs=1), ArtifactCache(tmp_path), device='cpu', dataset=ds, show_progress=False)
-    b = T.train_backbone(_spec(epochs=1, seed=6), ArtifactCache(tmp_path), device='cpu', dataset=ds, show_progress=False)
+    a, b = _train(_spec(epochs=1), ds), _train(_spec(epochs=1, seed=6), ds)
     assert not torch.equal(_weights(a)['embedding.weight'], _weights(b)['embedding.weight'])
 
 
-def test_simclr_never_reads_labels(tmp_path):
+def test_old_model_exactly_when_compat():
+    ds = _TinyDS(n=16, c=4, size=16)
+    old = T.EmbeddingModel('resnet18', 8, range(4), scale='tiny')
+    with pytest.raises(ValueError, match='exactly when the spec has a compatibility term'):
+        _train(_spec(epochs=1), ds, old)
+    with pytest.raises(ValueError, match='exactly when the spec has a compatibility term'):
+        _train(_spec(epochs=1, compat=T.CompatSpec('l2', _spec(epochs=1))), ds)
+
+
+def test_simclr_never_reads_labels():
     "SimCLR (side-information models; its resume is checked by test_resume_is_exact): the labels are never read, and the NT-Xent loss falls."
     ds = _TinyDS(n=32, c=4, size=16)
     spec = _simclr()
-    full = T.train_backbone(spec, ArtifactCache(tmp_path/'a'), device='cpu', dataset=ds, show_progress=False)
-    wa = _weights(full)
+    full = _train(spec, ds)
     relabelled = _TinyDS(n=32, c=4, size=16); relabelled.labels = (relabelled.labels + 1) % 4
-    wc = _weights(T.train_backbone(spec, ArtifactCache(tmp_path/'c'), device='cpu', dataset=relabelled, show_progress=False))
-    for k in wa: assert torch.equal(wa[k], wc[k]), k
+    _assert_same_weights(full, _train(spec, relabelled))
     losses = [h['loss'] for h in full['history']]
     assert losses[-1] < losses[0], losses
     # the supervised model of the same spec is another model
-    sup = T.train_backbone(_spec(), ArtifactCache(tmp_path/'d'), device='cpu', dataset=ds, show_progress=False)
-    assert not torch.equal(_weights(sup)['embedding.weight'], wa['embedding.weight'])
+    sup = _train(_spec(), ds)
+    assert not torch.equal(_weights(sup)['embedding.weight'], _weights(full)['embedding.weight'])
 
 
 def test_two_views_are_two_augmentations_of_the_same_images():
