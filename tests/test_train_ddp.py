@@ -1,8 +1,7 @@
-"The DDP path of the backbone trainer, run as one torchrun-style process on CPU with the gloo backend."
-import os, socket, subprocess, sys, textwrap
+"The DDP path of the backbone trainer, launched by torchrun as one process on CPU with the gloo backend."
+import os, subprocess, sys, textwrap
 import pytest, torch
 
-from compatrepro.core import ArtifactCache
 from compatrepro.features import _TinyDS
 from compatrepro import train as T
 
@@ -10,20 +9,14 @@ SPEC = dict(split='imagenet-500', scale='tiny', seed=1, arch='resnet18', emb_dim
 SCRIPT = textwrap.dedent(f'''
     import os, sys, torch
     os.environ['COMPATREPRO_PROGRESS'] = '0'
-    from compatrepro.core import ArtifactCache
     from compatrepro.features import _TinyDS
     from compatrepro import train as T
-    art = T.train_backbone(T.BackboneSpec(**{SPEC!r}), ArtifactCache(sys.argv[1]), device='cpu',
-                           dataset=_TinyDS(n=16, c=4, size=16), show_progress=False)
+    art = T.train_backbone(T.BackboneSpec(**{SPEC!r}), _TinyDS(n=16, c=4, size=16), device='cpu',
+                           checkpoint=sys.argv[1], show_progress=False)
     print('DDP', torch.distributed.is_initialized(), torch.distributed.get_world_size())
     torch.save(art['model']['state_dict'], sys.argv[2])
     torch.distributed.destroy_process_group()
 ''')
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -31,15 +24,17 @@ pytestmark = pytest.mark.usefixtures('one_thread')
 
 def test_ddp_single_process_matches_plain(tmp_path):
     script = tmp_path/'run.py'; script.write_text(SCRIPT)
-    env = dict(os.environ, OMP_NUM_THREADS='1', WORLD_SIZE='1', RANK='0', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
-               MASTER_PORT=str(_free_port()), COMPATREPRO_DDP='1')
-    r = subprocess.run([sys.executable, str(script), str(tmp_path/'ddp'), str(tmp_path/'ddp.pt')], env=env,
-                       capture_output=True, text=True, timeout=600)
+    # torchrun sets WORLD_SIZE=1, RANK, MASTER_ADDR/PORT; COMPATREPRO_DDP=1 makes a world of one join the process group
+    env = dict(os.environ, OMP_NUM_THREADS='1', COMPATREPRO_DDP='1')
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1',
+           str(script), str(tmp_path/'ddp.ckpt'), str(tmp_path/'ddp.pt')]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert 'DDP True 1' in r.stdout
     ddp = torch.load(tmp_path/'ddp.pt')
-    plain = T.train_backbone(T.BackboneSpec(**SPEC), ArtifactCache(tmp_path/'plain'), device='cpu',
-                             dataset=_TinyDS(n=16, c=4, size=16), show_progress=False)['model']['state_dict']
+    assert torch.load(tmp_path/'ddp.ckpt', weights_only=False)['epoch'] == 1   # rank 0 wrote the checkpoint
+    plain = T.train_backbone(T.BackboneSpec(**SPEC), _TinyDS(n=16, c=4, size=16), device='cpu',
+                             show_progress=False)['model']['state_dict']
     assert ddp.keys() == plain.keys()
     for k in ddp: assert torch.allclose(ddp[k].float(), plain[k].float(), atol=1e-5), k
     assert not torch.equal(ddp['embedding.weight'], T.EmbeddingModel('resnet18', 8, range(4), scale='tiny').state_dict()['embedding.weight'])
