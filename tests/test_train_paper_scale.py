@@ -3,9 +3,9 @@ from dataclasses import replace
 import numpy as np, pytest, torch
 from PIL import Image
 
-from compatrepro.core import ArtifactCache
-from compatrepro.features import get_features
+from compatrepro.core import RunContext, using_context
 from compatrepro.models import load_model
+from compatrepro.pipeline import cached_backbone, cached_transformation, get_features
 from compatrepro import train as T
 
 
@@ -25,23 +25,28 @@ def _fake_imagenet(root, n_classes=4, n_train=4, n_val=2):
 SMALL = dict(epochs=1, batch_size=4, warmup_epochs=0, arch='resnet18')   # the paper's recipe, one epoch of 4-image batches
 
 
-def _tree_and_cache(tmp_path, make_tree):
-    "A fake dataset tree (`make_tree`) and an empty artifact cache under `tmp_path`."
-    return str(make_tree(tmp_path/'data')), ArtifactCache(tmp_path/'cache')
+def _context(tmp_path, make_tree):
+    "A run context on a fake dataset tree (`make_tree`) and an empty artifact cache under `tmp_path` (CPU, no workers)."
+    return using_context(RunContext(cache=tmp_path/'cache', device='cpu', data_root=str(make_tree(tmp_path/'data')),
+                                    workers=0, progress=False))
 
 
-def test_paper_scale_trains_a_few_steps(tmp_path):
-    root, cache = _tree_and_cache(tmp_path, _fake_imagenet)
+@pytest.fixture
+def imagenet(tmp_path):
+    with _context(tmp_path, _fake_imagenet) as ctx: yield ctx
+
+
+def test_paper_scale_trains_a_few_steps(imagenet):
     spec = T.backbone_spec('imagenet-500', 'paper', seed=0, **SMALL)
     assert spec.emb_dim == 128 and spec.momentum == 0.875 and spec.label_smoothing == 0.1   # the paper's recipe, smaller
-    art = T.train_backbone(spec, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
+    art = cached_backbone(spec)
     assert len(art['history']) == 1 and np.isfinite(art['history'][0]['loss'])
     m = load_model(art)
     assert m.class_ids.tolist() == [0, 1]                       # the first half of the 4 synsets: 'imagenet-500'
     assert m.backbone.conv1.kernel_size == (7, 7)               # the ImageNet stem, not the tiny one
     init = T.EmbeddingModel('resnet18', 128, [0, 1]).state_dict()['embedding.weight']
     assert not torch.equal(art['model']['state_dict']['embedding.weight'], init)
-    f = get_features(spec, 'imagenet-1k', 'eval', cache, device='cpu', data_root=root, show_progress=False, logits=True)
+    f = get_features(spec, 'imagenet-1k', 'eval', logits=True)
     assert f['features'].shape == (8, 128) and f['labels'].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert f['logits'].shape == (8, 2)
 
@@ -60,32 +65,35 @@ def _fake_vggface2(root, n_train=8, n_test=3, per_id=4):
     return root
 
 
-def test_paper_scale_vggface2_path(tmp_path):
+@pytest.fixture
+def vggface2(tmp_path):
+    with _context(tmp_path, _fake_vggface2) as ctx: yield ctx
+
+
+def test_paper_scale_vggface2_path(vggface2):
     "Notebook 23's path at paper scale: ArcFace ResNet-18 (old), RACT against it, FastFill's h and psi with ArcFace L_disc."
-    root, cache = _tree_and_cache(tmp_path, _fake_vggface2)
     old = T.backbone_spec('vggface2-863', 'paper', seed=0, **SMALL)
     new = T.backbone_spec('vggface2-8631', 'paper', seed=0, **SMALL)
     assert old.head == 'arcface' and old.head_margin == 0.5 and old.head_scale == 64. and old.normalize   # FastFill A.2
     ract = replace(new, compat=T.ract_compat(old, 'fastfill'))
     for spec in (old, ract):
-        art = T.train_backbone(spec, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
+        art = cached_backbone(spec)
         assert np.isfinite(art['history'][0]['loss'])
-    f = get_features(ract, 'vggface2-8631', 'eval', cache, device='cpu', data_root=root, show_progress=False)
+    f = get_features(ract, 'vggface2-8631', 'eval')
     assert f['features'].shape == (12, 128) and sorted(set(f['labels'].tolist())) == [8, 9, 10]   # unseen identities
     assert torch.allclose(f['features'].norm(dim=1), torch.ones(12), atol=1e-4)                   # ArcFace features on the sphere
     tspec = T.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
-    net = T.train_transformation(tspec, cache, device='cpu', data_root=root, show_progress=False)
+    net = cached_transformation(tspec)
     assert np.isfinite(net['history'][-1]['loss'])
 
 
-def test_paper_scale_side_information_path(tmp_path):
+def test_paper_scale_side_information_path(imagenet):
     "Notebook 27's path at paper scale: a SimCLR ResNet on ImageNet-500 (two views through SimCLR's augmentation), then FCT's h with it."
-    root, cache = _tree_and_cache(tmp_path, _fake_imagenet)
     side = T.simclr_spec('imagenet-500', 'paper', seed=0, **SMALL)
-    art = T.train_backbone(side, cache, device='cpu', data_root=root, num_workers=0, show_progress=False)
+    art = cached_backbone(side)
     assert np.isfinite(art['history'][0]['loss']) and art['history'][0]['loss'] > 0
     old, new = (T.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
     tspec = T.transformation_spec(old, new, 'l2', side_info=side, epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
-    net = T.train_transformation(tspec, cache, device='cpu', data_root=root, show_progress=False)
+    net = cached_transformation(tspec)
     assert np.isfinite(net['history'][-1]['loss'])
     assert net['transformation']['build_args']['side_dim'] == 128
