@@ -1,80 +1,129 @@
-"""Every notebook runs as a test: library notebooks through nbdev's test runner, experiment
-notebooks (10-89) through papermill with their default parameters, so each runs once per CI run.
+"""Every notebook runs as a test, through the project's one notebook runner (`compatrepro.runs`):
 
-Experiment notebooks share trained tiny models through the artifact cache ($COMPATREPRO_CACHE).
-"""
-import os, re, subprocess, time
+- library notebooks (00-19, 98, 99) with papermill, two at a time, each checks its own module;
+- experiment notebooks (20-89) once, as `compatrepro reproduce --scale smoke --seeds 0` runs them (two at a time,
+  the claims notebooks last): every one of them, none left out. Smoke is a small slice of the Glyphs stand-in that
+  exercises every line of a notebook in seconds; its numbers mean nothing. `test_smoke_writes_what_tiny_writes`
+  checks that it writes every record and figure the committed tiny run has, so smoke leaves no part untested.
+
+Trained smoke models are shared between the notebooks through the artifact cache ($COMPATREPRO_CACHE)."""
+import json, re, shutil, subprocess, sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
 import pytest
-from notebook_lanes import LaneRunner, lanes_for, left_out
+
+from compatrepro.runs import (NotebookJob, check_results, experiment_notebooks, library_notebooks, reproduce,
+                              run_notebooks, run_state)
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'
-EXPERIMENT = re.compile(r'^[1-8][0-9]_')
-library = sorted(p.name for p in NBS.glob('*.ipynb') if not EXPERIMENT.match(p.name))
-experiments = sorted(p.name for p in NBS.glob('*.ipynb') if EXPERIMENT.match(p.name))
-# `#| slow` cells run too unless COMPATREPRO_FAST=1 (a quick local loop)
-FLAGS = '' if os.environ.get('COMPATREPRO_FAST') == '1' else 'slow'
+TINY = ROOT/'results'/'tiny'
+LIBRARY = [p.name for p in library_notebooks(NBS)]
+EXPERIMENTS = [p.stem for p in experiment_notebooks(NBS)]
+RECORD_KEY = ['paper', 'item', 'dataset', 'method', 'metric']
+SEED_PNG = re.compile(r'\.seed\d+\.png$')
 
 
-def _run(cmd, **kw):
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
+def test_every_notebook_is_a_test():
+    "Library and experiment notebooks together are all the notebooks (a notebook of neither kind would go untested)."
+    every = sorted(p.name for p in NBS.glob('*.ipynb') if p.name[0] not in '_.')
+    assert sorted(LIBRARY + [f'{s}.ipynb' for s in EXPERIMENTS]) == every
+    assert EXPERIMENTS and LIBRARY
 
 
-@pytest.mark.parametrize('nb', library)
-def test_library_notebook(nb):
-    r = _run(['nbdev_test', '--path', f'nbs/{nb}', '--flags', FLAGS])
-    assert r.returncode == 0, f'nbdev_test failed on {nb}:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}'
-
-
-def test_lanes_cover_every_notebook_once():
-    lanes, last = lanes_for(experiments)
-    flat = [n for lane in lanes for n in lane] + last
-    assert sorted(flat) == sorted(experiments) and len(flat) == len(set(flat))
-    lanes, last = lanes_for(['20_fastfill_imagenet.ipynb', '29_fastfill_claims.ipynb', '30_ract_new.ipynb'])
-    assert lanes == [['20_fastfill_imagenet.ipynb'], ['30_ract_new.ipynb']] and last == ['29_fastfill_claims.ipynb']
-
-
-def test_a_notebook_waits_for_the_one_that_trains_its_models(tmp_path):
-    "27 (lane B) starts only once 20 (lane A) has finished, however fast lane B is."
-    log = []
-    class Fake(LaneRunner):
-        def _execute(self, nb):
-            log.append(('start', nb)); time.sleep(0.3 if nb.startswith('20') else 0); log.append(('end', nb))
-            return subprocess.CompletedProcess([], 0, '', '')
-    r = Fake(tmp_path, ['20_fastfill_imagenet.ipynb', '27_fastfill_side_info.ipynb'])
-    assert r.result('27_fastfill_side_info.ipynb')[0].returncode == 0
-    assert log.index(('end', '20_fastfill_imagenet.ipynb')) < log.index(('start', '27_fastfill_side_info.ipynb'))
-
+# ---- library notebooks ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope='module')
-def runner(request, tmp_path_factory):
-    "One results folder for the experiment notebooks selected in this session, run as `compatrepro reproduce` would (29_ reads the others')."
-    chosen = [it.callspec.params['nb'] for it in request.session.items
-              if getattr(it, 'originalname', None) == 'test_experiment_notebook_runs_with_defaults' and left_out(it.callspec.params['nb']) is None]
-    from compatrepro.data import glyph_universe
-    glyph_universe()   # made once here, not once per lane
-    r = LaneRunner(tmp_path_factory.mktemp('results'), chosen)
-    yield r
-    r.stop()
+def library_runs(tmp_path_factory):
+    "Every library notebook, run once by `run_notebooks` (two at a time, working folder nbs/), by notebook name."
+    out = tmp_path_factory.mktemp('library')
+    jobs = [NotebookJob(NBS/nb, out/nb, cwd=NBS, timeout=1800) for nb in LIBRARY]
+    run_notebooks(jobs, n_jobs=2, show=True)
+    return {j.nb.name: j for j in jobs}
 
 
-@pytest.mark.parametrize('nb', experiments)
-def test_experiment_notebook_runs_with_defaults(nb, runner):
-    "papermill with the notebook's own defaults (tiny scale); results go to a temporary folder."
-    if why := left_out(nb): pytest.skip(f'{nb} is left out of the test session: {why} (COMPATREPRO_ALL_NOTEBOOKS=1 runs it)')
-    r, seconds = runner.result(nb)
-    print(f'{nb}: {seconds:.0f} s')
-    assert r.returncode == 0, f'papermill failed on {nb}:\n{r.stderr[-8000:]}'
-    records = runner.results_dir/'tiny'/'records'/f'{Path(nb).stem}.seed0.csv'
-    assert records.exists(), f'{nb} ran but wrote no result records ({records})'
+@pytest.mark.parametrize('nb', LIBRARY)
+def test_library_notebook(nb, library_runs):
+    job = library_runs[nb]
+    print(f'{nb}: {job.seconds:.0f} s')
+    assert job.ok, f'{nb} failed (executed notebook and log: {job.out}, {job.out.with_suffix(".log")}):\n{job.error}'
 
+
+# ---- experiment notebooks, at smoke scale --------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def smoke(tmp_path_factory):
+    "One `reproduce(scale='smoke', seeds=[0])` of every experiment notebook into a temporary results folder."
+    out = tmp_path_factory.mktemp('results')
+    status = reproduce(scale='smoke', seeds=[0], out=out, nbs=NBS, jobs=2, show=True)
+    return SimpleNamespace(dir=out/'smoke', status=status)
+
+
+def _seconds(smoke, nb):
+    p = smoke.dir/'runs'/f'{nb}.seed0.json'
+    try: return json.loads(p.read_text()).get('duration')
+    except (OSError, ValueError): return None
+
+
+@pytest.mark.parametrize('nb', EXPERIMENTS)
+def test_experiment_notebook_runs_at_smoke_scale(nb, smoke):
+    s = _seconds(smoke, nb)
+    print(f'{nb}: {"?" if s is None else f"{s:.0f}"} s')
+    assert (nb, 0) in smoke.status, f'reproduce did not run {nb}: it ran {sorted(smoke.status)}'
+    err = smoke.status[(nb, 0)]
+    assert err is None, f'{nb} failed at smoke scale (executed notebook and log in {smoke.dir/"notebooks"}):\n{err}'
+    rec = smoke.dir/'records'/f'{nb}.seed0.csv'
+    assert rec.exists(), f'{nb} ran but wrote no records ({rec})'
+    df = pd.read_csv(rec)
+    assert len(df) and set(df.scale) == {'smoke'} and set(df.seed) == {0}, df.head()
+    prov = smoke.dir/'runs'/f'{nb}.seed0.json'
+    assert prov.exists(), f'{nb} ran but wrote no provenance ({prov})'
+    p = json.loads(prov.read_text())
+    assert (p.get('notebook'), p.get('seed'), p.get('scale'), p.get('finished')) == (nb, 0, 'smoke', True), p
+    assert run_state(smoke.dir, nb, 0, NBS) == ('current', []), 'a run just made is not current'
+
+
+def _record_keys(path):
+    return set(map(tuple, pd.read_csv(path)[RECORD_KEY].astype(str).itertuples(index=False)))
+
+
+def _figures(folder, nb):
+    return {SEED_PNG.sub('', p.name) for p in Path(folder).glob(f'{nb}_*.seed*.png')}
+
+
+@pytest.mark.parametrize('nb', EXPERIMENTS)
+def test_smoke_writes_what_tiny_writes(nb, smoke):
+    "Smoke writes the records (paper, item, dataset, method, metric) and figures that the committed tiny run has."
+    rec = smoke.dir/'records'/f'{nb}.seed0.csv'
+    tiny = TINY/'records'/f'{nb}.seed0.csv'
+    assert rec.exists(), f'{nb} wrote no smoke records (see test_experiment_notebook_runs_at_smoke_scale)'
+    assert tiny.exists(), f'no committed tiny records of {nb} ({tiny}): compatrepro reproduce --scale tiny --only {nb}'
+    a, b = _record_keys(rec), _record_keys(tiny)
+    assert a == b, (f'{nb}: smoke and tiny records differ\nonly in smoke: {sorted(a - b)}\n'
+                    f'only in the committed tiny ones: {sorted(b - a)}')
+    fa, fb = _figures(smoke.dir/'figures', nb), _figures(TINY/'figures', nb)
+    assert fa == fb, f'{nb}: smoke and tiny figures differ\nonly in smoke: {sorted(fa - fb)}\nonly in tiny: {sorted(fb - fa)}'
+
+
+# ---- the package and the committed results -------------------------------------------------------------------------
 
 def test_notebooks_and_package_agree(tmp_path):
-    "nbdev_export from the notebooks reproduces compatrepro/ exactly (the package is never hand-edited)."
-    before = {p.name: p.read_bytes() for p in (ROOT/'compatrepro').glob('*.py')}
-    r = _run(['nbdev_export'])
+    """nbdev_export from the notebooks reproduces compatrepro/ exactly, no module more or less (the package is never
+    hand-edited). It exports copies of nbs/ and settings.ini into an empty folder: the working tree is never written."""
+    shutil.copytree(NBS, tmp_path/'nbs'); shutil.copy(ROOT/'settings.ini', tmp_path)
+    nbdev_export = Path(sys.executable).parent/'nbdev_export'
+    r = subprocess.run([str(nbdev_export) if nbdev_export.exists() else 'nbdev_export'], cwd=tmp_path,
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    after = {p.name: p.read_bytes() for p in (ROOT/'compatrepro').glob('*.py')}
+    before = {p.name: p.read_bytes() for p in (ROOT/'compatrepro').glob('*.py')}
+    after = {p.name: p.read_bytes() for p in (tmp_path/'compatrepro').glob('*.py')}
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-    assert not changed, f'nbdev_export changed {changed}: export the notebooks and commit the modules'
+    assert not changed, f'nbdev_export makes {changed} otherwise (or not at all): export the notebooks and commit the modules'
+
+
+def test_committed_results_are_current():
+    "Every experiment notebook has 3 current seeds of tiny results committed, and no committed run is stale."
+    problems = check_results('tiny', ROOT/'results', NBS)
+    assert not problems, f'{len(problems)} problem(s) with the committed tiny results:\n' + '\n'.join(problems)
