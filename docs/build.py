@@ -5,28 +5,36 @@ Output: `docs/_site/index.html` (static, works offline: MathJax ships inside the
 
 What happens, in order:
 
-1. **Library notebooks** (those with `#| default_exp`) are executed here, cell by cell, exactly as
-   `nbdev_test` runs them (in `nbs/`, skipping cells tagged with settings.ini's `tst_flags`, and
-   `#| gpu` cells when no GPU is visible); their outputs on the site are real. Results are cached in
-   `docs/_build/exec/` under a hash of the notebook, the library source and this script, so a
-   second build re-executes only what changed.
-2. **Experiment notebooks** (`[1-8][0-9]_*.ipynb`) are never executed here. Their page shows the
-   executed copy that `compatrepro reproduce` wrote to `results/<scale>/notebooks/<name>.ipynb`
-   (the paper-scale run if there is one, else the tiny one), with a banner saying which scale,
-   seeds and device made it, and the records of that run beside the paper's numbers. A notebook
-   not run yet gets its page all the same, marked "not yet run".
-3. Every page goes through nbdev's own notebook processors (`nbdev.processors.FilterDefaults`, the
-   ones `nbdev_proc_nbs` applies): `#| hide` and `#| export` cells disappear, exported functions
-   and classes get their `show_doc`, the title cell becomes the page title.
-4. The results overview is made from `docs/paper_items.csv` (every table and figure of the four
-   papers) and the tidy records in `results/<scale>/records/*.csv`.
+1. **Library notebooks** (every notebook that is not an experiment, `compatrepro.core.is_experiment_notebook`)
+   are prepared and executed. The prepared copy (in `docs/_build/prep/`) has the `show_doc` cells that
+   nbdev's public processor `nbdev.processors.add_show_docs` inserts after exported definitions, a hidden
+   `from nbdev.showdoc import show_doc` cell before the first code cell, and, in place of each cell tagged
+   with a skip flag (settings.ini's `tst_flags` except `slow`, so `#| notest`; and `#| gpu` when no GPU is
+   visible), a cell that prints that it was not run and why. `#| slow` cells run, so the pages show their real
+   outputs. The copies are executed by the package's one notebook runner,
+   `compatrepro.runs.run_notebooks` (papermill in a subprocess, `--jobs` at a time, in `nbs/`). A notebook
+   that fails fails the build with the traceback from its executed copy. Executed copies are cached in
+   `docs/_build/exec/` under a hash of the notebook, the library source, settings.ini and the part of this
+   script that prepares them, so a second build re-executes only what changed.
+2. **Experiment notebooks** are never executed here. Their page shows the executed copy that
+   `compatrepro reproduce` wrote to `results/<scale>/notebooks/<name>.ipynb` (the paper-scale run if there is
+   one, else the tiny one; smoke runs are never shown), with a banner saying which scale, seeds and device made
+   it and what each run's provenance (`results/<scale>/runs/<name>.seed<k>.json`) says, checked by
+   `compatrepro.runs.run_state`: code current or stale, threads, device, torch. A notebook not run yet gets
+   its page all the same, marked "not yet run". The paper of a notebook comes from its decade
+   (`compatrepro.core.paper_of_notebook`).
+3. Every page then goes through nbdev's own notebook processors (`nbdev.processors.FilterDefaults`, as
+   `nbdev_proc_nbs` applies them) minus `add_show_docs` and `exec_show_docs` (the show_doc cells were added
+   and executed in step 1), `add_links` and `insert_warning` (they target nbdev's Quarto site): `#| hide` and
+   `#| export` cells disappear, show_doc output is shown as markdown, the title cell becomes the page title.
+4. The results overview is made from `compatrepro.runs.status_table` at tiny and at paper scale.
 5. Sphinx with myst-nb renders all of it into `docs/_site/`.
 
-Nothing here needs a per-notebook list: whatever notebooks exist in `nbs/` are on the site.
+Only public nbdev and execnb API is used here. Nothing here needs a per-notebook list: whatever notebooks
+exist in `nbs/` are on the site.
 """
 from __future__ import annotations
-import argparse, hashlib, html, json, os, re, shutil, subprocess, sys, time
-from concurrent.futures import ThreadPoolExecutor
+import argparse, hashlib, json, os, re, shutil, subprocess, sys, time
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -34,24 +42,30 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT/'docs'
 BUILD = DOCS/'_build'
 SRC = BUILD/'src'           # the Sphinx source tree this script generates
-EXEC = BUILD/'exec'         # cache of executed + processed library notebooks
+PREP = BUILD/'prep'         # library notebooks prepared for execution
+EXEC = BUILD/'exec'         # cache of executed library notebooks (and a .json of what made each)
 SITE = DOCS/'_site'
 NBS = ROOT/'nbs'
 RESULTS = ROOT/'results'
-BUILD_VERSION = '3'         # bump to invalidate the execution cache when this script's processing changes
+BUILD_VERSION = '4'         # bump to invalidate the execution cache by hand
 
-EXP_RE = re.compile(r'^[1-8][0-9]_')
-SCALE_ORDER = ('paper', 'tiny')                  # the page of an experiment shows the first scale that ran
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+os.environ.setdefault('COMPATREPRO_PROGRESS', '0')      # no progress-bar widgets in pages
+os.environ.setdefault('MPLBACKEND', 'Agg')
+from compatrepro.core import is_experiment_notebook, paper_of_notebook   # noqa: E402
+from compatrepro import runs as R                                          # noqa: E402
+
+SCALE_ORDER = ('paper', 'tiny')     # an experiment's page shows the first scale that ran; smoke runs are never shown
 SCALE_WORDS = {'tiny': 'tiny scale: the embedded Glyphs stand-in dataset, CPU, minutes',
                'paper': "paper scale: the paper's own datasets, models and schedule"}
-PAPERS = {  # short name -> (title, file in shared/papers, keyword in notebook names)
-    'BCT': ('Shen, Xiong, Xia, Soatto. *Towards Backward-Compatible Representation Learning*. CVPR 2020', 'bct'),
-    'RACT': ('Zhang et al. *Hot-Refresh Model Upgrades with Regression-Alleviating Compatible Training in Image Retrieval*. ICLR 2022', 'ract'),
-    'FastFill': ('Jaeckle, Faghri, Farhadi, Tuzel, Pouransari. *FastFill: Efficient Compatible Model Update*. ICLR 2023 (with its baseline FCT)', 'fastfill|fct'),
-    'RM': ('Seo, Uzunbas, Han, Cao, Lim. *Metric Compatible Training for Online Backfilling in Large-Scale Retrieval* (rank merge)', 'rm'),
+PAPER_TITLES = {   # short name (as in compatrepro.core.PAPER_DECADES and docs/paper_items.csv) -> citation
+    'BCT': 'Shen, Xiong, Xia, Soatto. *Towards Backward-Compatible Representation Learning*. CVPR 2020',
+    'RACT': 'Zhang et al. *Hot-Refresh Model Upgrades with Regression-Alleviating Compatible Training in Image Retrieval*. ICLR 2022',
+    'FastFill': 'Jaeckle, Faghri, Farhadi, Tuzel, Pouransari. *FastFill: Efficient Compatible Model Update*. ICLR 2023 (with its baseline FCT)',
+    'RM': 'Seo, Uzunbas, Han, Cao, Lim. *Metric Compatible Training for Online Backfilling in Large-Scale Retrieval* (rank merge)',
 }
-_PAPER_ALIASES = {'bct': 'BCT', 'ract': 'RACT', 'fastfill': 'FastFill', 'fct': 'FastFill', 'fastfill/fct': 'FastFill',
-                  'rm': 'RM', 'rankmerge': 'RM', 'rank merge': 'RM', 'mct': 'RM'}
+MARK = 'compatrepro_docs'    # cell metadata key the prepared copies use to mark the cells this script changed
+PAGES = ('benchmarks.md', 'ci.md', 'design.md')   # hand-written pages copied as they are
 
 
 def log(msg): print(f'[docs] {msg}', flush=True)
@@ -66,8 +80,6 @@ def notebooks() -> list[Path]:
     "Every notebook in nbs/ that gets a page (all but index.ipynb, which is the README's source, and _/. files)."
     return sorted(p for p in NBS.glob('*.ipynb') if p.name[0] not in '_.' and p.stem != 'index')
 
-def is_experiment(p: Path) -> bool: return bool(EXP_RE.match(p.name))
-
 _re_default_exp = re.compile(r'^\s*#\|\s*default_exp\s+(\S+)', re.MULTILINE)
 def default_exp(p: Path) -> str|None:
     nb = json.loads(p.read_text(encoding='utf-8'))
@@ -77,12 +89,9 @@ def default_exp(p: Path) -> str|None:
             if m: return m.group(1)
     return None
 
-def paper_of(name: str) -> str|None:
-    "Which paper an experiment notebook belongs to, from the keyword in its name (20_fastfill_imagenet -> FastFill)."
-    parts = name.lower().split('_')
-    for short, (_, kw) in PAPERS.items():
-        if any(part in kw.split('|') for part in parts): return short
-    return None
+def _paper(p: Path) -> str:
+    try: return paper_of_notebook(p)
+    except ValueError: return 'Other'
 
 def _sha(*parts: bytes) -> str:
     h = hashlib.sha256()
@@ -90,21 +99,148 @@ def _sha(*parts: bytes) -> str:
     return h.hexdigest()
 
 def lib_hash() -> str:
+    "The library source, settings.ini and the preparing part of this script: a change to any re-executes every notebook."
     files = sorted((ROOT/'compatrepro').rglob('*.py'))
     return _sha(*[f.relative_to(ROOT).as_posix().encode() + f.read_bytes() for f in files],
-                (ROOT/'settings.ini').read_bytes(), _worker_source().encode(), BUILD_VERSION.encode())
+                (ROOT/'settings.ini').read_bytes(), _prep_source().encode(), BUILD_VERSION.encode())
 
-def _worker_source() -> str:
-    "The part of this script that executes and processes notebooks: editing it invalidates the execution cache."
+def _prep_source() -> str:
+    "The part of this script that prepares notebooks for execution: editing it invalidates the execution cache."
     s = Path(__file__).read_text(encoding='utf-8')
-    return s[s.index('# ---' + '-- the worker'):s.index('# ---' + '-- records')]
+    return s[s.index('# ---' + '-- preparing'):s.index('# ---' + '-- processing')]
 
 def write_if_changed(path: Path, text: str):
     "Write only when the content differs, so Sphinx's incremental build re-reads only changed pages."
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text(encoding='utf-8') != text: path.write_text(text, encoding='utf-8')
 
-# ----- the worker (runs in a subprocess)
+# ----- preparing library notebooks for execution (this part of the script is in the execution cache's key)
+
+def _nb_dict(nb) -> dict:
+    "An execnb notebook as a valid nbformat 4.5 dict: only nbformat's keys, a stable id per cell."
+    keep = {'markdown': ('cell_type', 'metadata', 'source'), 'raw': ('cell_type', 'metadata', 'source'),
+            'code': ('cell_type', 'metadata', 'source', 'outputs', 'execution_count')}
+    cells = []
+    for i, c in enumerate(nb['cells']):
+        d = {k: c.get(k) for k in keep[c['cell_type']]}
+        src = d.get('source') or ''
+        d['source'] = ''.join(src) if isinstance(src, list) else src
+        d['metadata'] = json.loads(json.dumps(dict(d.get('metadata') or {})))
+        if c['cell_type'] == 'code':
+            d['outputs'] = json.loads(json.dumps(list(d.get('outputs') or []))); d['execution_count'] = None
+        d['id'] = hashlib.sha1(f'{i}:{d["source"]}'.encode()).hexdigest()[:8]
+        cells.append(d)
+    meta = json.loads(json.dumps(dict(nb.get('metadata') or {})))
+    meta.pop('widgets', None)          # no widget state: myst-nb would then load widget JS from a CDN
+    meta['kernelspec'] = {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}
+    meta.setdefault('language_info', {'name': 'python'})
+    return {'cells': cells, 'metadata': meta, 'nbformat': 4, 'nbformat_minor': 5}
+
+def _write_nb(nb, path: Path):
+    import nbformat
+    d = nbformat.from_dict(_nb_dict(nb))
+    nbformat.validate(d)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_if_changed(path, nbformat.writes(d) + '\n')
+
+def _split_title_cell(nb):
+    "nbdev turns the whole first `# Title` cell into front matter: keep any prose after title/description as its own cell."
+    from execnb.nbio import mk_cell
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != 'markdown': continue
+        lines = c.source.splitlines()
+        if not any(re.match(r'^#\s+\S', l) for l in lines): return
+        head, rest, in_head = [], [], True
+        for l in lines:
+            if in_head and (re.match(r'^#\s+\S', l) or re.match(r'^>\s', l) or re.match(r'^-\s+\S.*:', l) or not l.strip()):
+                head.append(l)
+            else: in_head = False; rest.append(l)
+        merged = []       # nbdev's front matter reads one `>` line as the description: join a quote that wraps
+        for l in head:
+            if merged and re.match(r'^>\s', l) and re.match(r'^>\s', merged[-1]): merged[-1] += ' ' + l[1:].strip()
+            else: merged.append(l)
+        c.source = '\n'.join(merged).strip()
+        if rest and any(l.strip() for l in rest):
+            nb.cells.insert(i + 1, mk_cell('\n'.join(rest).strip(), 'markdown'))
+        return
+
+SKIP_WHY = {'notest': 'it is tagged #| notest (run it with nbdev_test --flags notest)',
+            'gpu': 'it is tagged #| gpu and no GPU is visible to the docs build'}
+
+def skip_flags(cfg: dict, has_gpu: bool) -> list[str]:
+    "The flags whose cells the docs build does not run: settings.ini's tst_flags but `slow`, and `gpu` without a GPU."
+    return sorted((set(cfg.get('tst_flags', '').split()) - {'slow'}) | (set() if has_gpu else {'gpu'}))
+
+def prepare(src: Path, dst: Path, flags: list[str]) -> int:
+    """Write the copy of library notebook `src` that the build executes: nbdev's show_doc cells added, cells
+    tagged with one of `flags` replaced by a print saying why they did not run, cells nbdev_test never runs
+    (`#| eval: false`, `nbdev_export()`) emptied. The original sources travel in the cells' metadata and are put
+    back after execution. Returns the number of cells skipped for a flag."""
+    from execnb.nbio import read_nb, mk_cell
+    from nbdev.process import NBProcessor
+    from nbdev.processors import add_show_docs
+    nb = read_nb(src)
+    cwd = os.getcwd(); os.chdir(src.parent)            # nbdev reads settings.ini from the working folder up
+    try: NBProcessor(nb=nb, procs=[add_show_docs], rm_directives=False, process=True)
+    finally: os.chdir(cwd)
+    _split_title_cell(nb)
+    # add_show_docs inserts each name of a cell right after it, so a cell defining f, g, h gets h, g, f: put them back
+    # in the order the cell defines them
+    i = 0
+    while i < len(nb.cells):
+        j = i
+        while j < len(nb.cells) and getattr(nb.cells[j], 'has_sd', False): j += 1
+        if j - i > 1: nb.cells[i:j] = nb.cells[i:j][::-1]
+        i = max(j, i + 1)
+    skipped = 0
+    for c in nb.cells:
+        if c.cell_type != 'code': continue
+        if getattr(c, 'has_sd', False): c.metadata[MARK] = {'show_doc': True}; continue
+        d = getattr(c, 'directives_', None) or {}
+        hit = sorted(set(flags) & d.keys())
+        if hit:
+            why = '; '.join(SKIP_WHY.get(f, f'it is tagged #| {f}') for f in hit)
+            c.metadata[MARK] = {'source': c.source}
+            c.source = f'print({f"[not run in the docs build: {why}]"!r})'
+            skipped += 1
+        elif 'nbdev_export' + '(' in c.source or d.get('eval:', [''])[0].lower() == 'false':
+            c.metadata[MARK] = {'source': c.source}
+            c.source = ''
+    first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == 'code'), len(nb.cells))
+    nb.cells.insert(first_code, mk_cell('#| hide\nfrom nbdev.showdoc import show_doc'))
+    _write_nb(nb, dst)
+    return skipped
+
+def restore(nb):
+    "Undo what `prepare` did to the cells of an executed copy: original sources back, show_doc cells marked for nbdev."
+    for c in nb.cells:
+        m = c.get('metadata', {}).pop(MARK, None)
+        if not m: continue
+        if 'source' in m: c.source = m['source']
+        if m.get('show_doc'): c.has_sd = True             # what nbdev's mv_exports looks for
+        for k in ('papermill', 'execution'): c.metadata.pop(k, None)
+
+def _strip_ansi(s: str) -> str: return re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', s)
+
+def traceback_of(executed: Path) -> str|None:
+    "The failing cell and its traceback, from an executed copy papermill wrote."
+    if not executed.exists(): return None
+    nb = json.loads(executed.read_text(encoding='utf-8'))
+    for c in nb['cells']:
+        for o in c.get('outputs', []):
+            if o.get('output_type') == 'error':
+                src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+                tb = '\n'.join(o.get('traceback') or []) or f"{o.get('ename')}: {o.get('evalue')}"
+                return f'in the cell\n{src}\n\n{_strip_ansi(tb)}'
+    return None
+
+# ----- processing
+
+def nbdev_procs():
+    "nbdev's docs processors (FilterDefaults) minus those that add or run show_doc cells and those for nbdev's Quarto site."
+    from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs, add_links, insert_warning
+    drop = (add_show_docs, exec_show_docs, add_links, insert_warning)
+    return [p for p in FilterDefaults().procs() if p not in drop]
 
 _DIR_RE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 
@@ -120,7 +256,7 @@ def _strip_directives(src: str) -> tuple[dict, str]:
 
 _RE_SOURCE_LINK = re.compile(r'^\[source\]\([^)]*\)(\{[^}]*\})?\s*$', re.MULTILINE)
 
-def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None):
+def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None) -> str:
     """Turn an nbdev-processed notebook (Quarto-flavoured) into one myst-nb renders the same way:
     front matter -> title, Quarto cell options -> myst-nb tags, widget outputs -> their text."""
     import yaml
@@ -131,13 +267,13 @@ def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None):
             try: fm.update(yaml.safe_load(c.source.strip().strip('-')) or {})
             except Exception: pass
             continue
+        tags = list((c.get('metadata') or {}).get('tags', []))
+        c.metadata = {}
         if c.cell_type == 'code':
             d, c.source = _strip_directives(c.source)
-            tags = list(c.metadata.get('tags', []))
             if d.get('echo') == 'false': tags.append('remove-input')
             if d.get('output') == 'false': tags.append('remove-output')
             if d.get('include') == 'false': continue
-            if tags: c.metadata['tags'] = sorted(set(tags))
             outs = []
             for o in c.get('outputs', []):
                 data = o.get('data')
@@ -152,6 +288,7 @@ def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None):
                 outs.append(o)
             c.outputs = outs
             if not c.source.strip() and not outs: continue
+        if tags: c.metadata['tags'] = sorted(set(tags))
         cells.append(c)
     title = fm.get('title') or title_fallback
     head = f'# {title}\n'
@@ -160,153 +297,27 @@ def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None):
     if banner: new.append(mk_cell(banner, 'markdown'))
     new += cells
     if footer: new.append(mk_cell(footer, 'markdown'))
-    keep = {'markdown': ('cell_type', 'metadata', 'source'), 'raw': ('cell_type', 'metadata', 'source'),
-            'code': ('cell_type', 'metadata', 'source', 'outputs', 'execution_count')}
-    clean = []
-    for i, c in enumerate(new):    # valid nbformat 4.5 cells: no processor attributes, a stable id each
-        d = {k: c.get(k) for k in keep[c.cell_type]}
-        d['metadata'] = dict(d.get('metadata') or {})
-        if c.cell_type == 'code': d['outputs'] = list(d.get('outputs') or []); d['execution_count'] = None
-        d['id'] = hashlib.sha1(f'{i}:{d["source"]}'.encode()).hexdigest()[:8]
-        clean.append(d)
-    nb.cells = clean
-    nb['nbformat'], nb['nbformat_minor'] = 4, 5
-    nb.metadata.pop('widgets', None)          # no widget state: myst-nb would then load widget JS from a CDN
-    nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}
+    nb.cells = new
     return title
 
-
-def _split_title_cell(nb):
-    "nbdev turns the whole first `# Title` cell into front matter: keep any prose after title/description as its own cell."
-    from execnb.nbio import mk_cell
-    for i, c in enumerate(nb.cells):
-        if c.cell_type != 'markdown': continue
-        lines = c.source.splitlines()
-        if not any(re.match(r'^#\s+\S', l) for l in lines): return
-        head, rest, in_head = [], [], True
-        for l in lines:
-            if in_head and (re.match(r'^#\s+\S', l) or re.match(r'^>\s', l) or re.match(r'^-\s+\S.*:', l) or not l.strip()):
-                head.append(l)
-            else: in_head = False; rest.append(l)
-        if rest and any(l.strip() for l in rest):
-            c.source = '\n'.join(head).strip()
-            nb.cells.insert(i + 1, mk_cell('\n'.join(rest).strip(), 'markdown'))
-        return
-
-
-class _RunShowDocs:
-    "Run the `show_doc` cells (nbdev's, and those nbdev's `add_show_docs` inserted) in the shell that ran the notebook."
-    def __init__(self, k, nb): self.k, self.nb = k, nb
-    def begin(self): self.k.run_cell('from nbdev.showdoc import show_doc')
-    def __call__(self, cell):
-        from nbdev.processors import _is_showdoc
-        if cell.cell_type != 'code' or not cell.source or not _is_showdoc(cell): return
-        self.k.cell(cell)
-        if self.k.exc: raise Exception(f'show_doc failed in cell {cell.idx_}:\n{cell.source}') from self.k.exc
-
-
-def worker(job: dict) -> dict:
-    "Execute (library notebooks only) and process one notebook; write the page notebook to job['dst']."
-    os.environ.setdefault('COMPATREPRO_PROGRESS', '0')      # no progress-bar widgets in pages
-    os.environ.setdefault('MPLBACKEND', 'Agg')
-    from execnb.nbio import read_nb, write_nb
-    from execnb.shell import CaptureShell
-    from fastcore.xtras import dict2obj
+def process(src: Path, dst: Path, title: str, banner: str|None = None, footer: str|None = None,
+            prepared: Path|None = None) -> str:
+    """The page notebook of `src` (a notebook, or an executed copy papermill wrote), or of `prepared`, the executed
+    copy of `src` that `prepare` made, through nbdev's processors and `_to_myst`, written to `dst`. Returns the title."""
+    from execnb.nbio import read_nb
     from nbdev.process import NBProcessor
-    from nbdev.processors import FilterDefaults, add_links, insert_warning, exec_show_docs
-    src, dst = Path(job['src']), Path(job['dst'])
-    nb = read_nb(src)
-    _split_title_cell(nb)
-    t0, skipped = time.time(), 0
-    if job.get('execute'):
-        flags = set(job['skip_flags'])
-        proc = NBProcessor(nb=nb, rm_directives=False)        # parses `#|` directives, leaves sources as they are
-        skipped_flags = {}
-        def no_eval(cell):
-            if cell.cell_type != 'code': return True
-            if 'nbdev_export' + '(' in cell.source: return True
-            d = getattr(cell, 'directives_', {}) or {}
-            if d.get('eval:', [''])[0].lower() == 'false': return True
-            hit = flags & d.keys()
-            if hit: skipped_flags[cell.idx_] = sorted(hit)
-            return bool(hit)
-        k = CaptureShell(src)
-        cwd = os.getcwd(); os.chdir(src.parent)
-        try: k.run_all(proc.nb, exc_stop=True, preproc=no_eval)
-        except Exception:
-            sys.stderr.write(k.prettytb(fname=src) + '\n')
-            return {'ok': False, 'error': f'{src.name} failed while executing (traceback above)'}
-        finally: os.chdir(cwd)
-        for c in proc.nb.cells:
-            if c.idx_ in skipped_flags:
-                tags = ', '.join(f'`#| {t}`' for t in skipped_flags[c.idx_])
-                c.outputs = [dict2obj({'output_type': 'stream', 'name': 'stdout',
-                              'text': [f'[not run in the docs build: this cell is tagged {tags.replace("`", "")}; '
-                                       f'run it with nbdev_test --flags {" ".join(skipped_flags[c.idx_])}]\n']})]
-        skipped = len(skipped_flags)
-        nb = proc.nb
-        for c in nb.cells:   # directives were kept for execution; nbdev's processors parse them again
-            c.pop('directives_', None)
-    # nbdev's docs processors, as `nbdev_proc_nbs` applies them, minus the two that target Quarto's site:
-    # add_links writes links to the published nbdev site (not this one), insert_warning an HTML comment.
-    procs = [p for p in FilterDefaults().procs() if p not in (add_links, insert_warning)]
-    if job.get('execute'):
-        # The notebook ran whole in `k`: its show_doc cells run there too, instead of in the fresh shell of
-        # nbdev's exec_show_docs that replays only imports and exports (it fails on test cells that mix an
-        # import with code using earlier names, which nbdev_test accepts).
-        procs = [_RunShowDocs(k, nb) if p is exec_show_docs else p for p in procs]
-    cwd = os.getcwd(); os.chdir(src.parent)
-    try: NBProcessor(nb=nb, procs=procs, process=True)
+    nb = read_nb(prepared or src)
+    if prepared is not None: restore(nb)               # `prepare` already split the title cell
+    else: _split_title_cell(nb)
+    nb['path_'] = str(src)                                 # nbdev's front matter names the page after the source
+    cwd = os.getcwd(); os.chdir(NBS)
+    try: NBProcessor(nb=nb, procs=nbdev_procs(), process=True)
     finally: os.chdir(cwd)
-    title = _to_myst(nb, job['title'], job.get('banner'), job.get('footer'))
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    write_nb(nb, dst)
-    return {'ok': True, 'title': title, 'seconds': round(time.time() - t0, 1), 'skipped': skipped}
+    t = _to_myst(nb, title, banner, footer)
+    _write_nb(nb, dst)
+    return t
 
-
-def run_worker(job: dict, timeout: int) -> dict:
-    "Run `worker(job)` in a fresh Python process (each notebook gets its own interpreter, as under nbdev_test)."
-    cmd = [sys.executable, str(Path(__file__).resolve()), '--worker', json.dumps(job)]
-    try: r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {'ok': False, 'error': f"{Path(job['src']).name}: still running after {timeout}s (--timeout)"}
-    lines = [l for l in r.stdout.splitlines() if l.startswith('{"ok"')]
-    if r.returncode != 0 or not lines:
-        return {'ok': False, 'error': f"{Path(job['src']).name}: worker exited {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}"}
-    res = json.loads(lines[-1])
-    if not res['ok']: res['error'] += '\n' + r.stderr[-6000:]
-    return res
-
-# ----- records and paper items
-
-def norm_paper(p) -> str:
-    s = str(p).strip()
-    return _PAPER_ALIASES.get(s.lower().replace('-', ' ').strip(), s)
-
-_RE_ITEM = re.compile(r'^\s*(tab(?:le)?|fig(?:ure)?)\.?\s*(\d+)', re.IGNORECASE)
-def norm_item(item) -> str:
-    "'Fig. 3a' -> 'Figure 3', 'table 2 (b)' -> 'Table 2': sub-panels count for their table or figure."
-    m = _RE_ITEM.match(str(item))
-    if not m: return str(item).strip()
-    return ('Table' if m.group(1).lower().startswith('tab') else 'Figure') + ' ' + m.group(2)
-
-def load_records():
-    "All records under results/<scale>/records/, with the notebook that wrote each (from the file name)."
-    import pandas as pd
-    frames = []
-    for f in sorted(RESULTS.glob('*/records/*.csv')):
-        try: df = pd.read_csv(f)
-        except Exception as e:
-            log(f'warning: cannot read {f.relative_to(ROOT)}: {e}'); continue
-        if df.empty: continue
-        df['notebook'] = re.sub(r'[._]seed-?\d+$', '', f.stem)
-        df['file'] = f.relative_to(ROOT).as_posix()
-        frames.append(df)
-    if not frames:
-        return pd.DataFrame(columns='paper item dataset scale method seed metric value paper_value notebook file'.split())
-    df = pd.concat(frames, ignore_index=True)
-    df['paper_n'] = df['paper'].map(norm_paper); df['item_n'] = df['item'].map(norm_item)
-    return df
+# ----------------------------------------------------------------------------- pages
 
 def _fmt(v) -> str:
     try: v = float(v)
@@ -316,28 +327,56 @@ def _fmt(v) -> str:
 
 def _md_escape(s) -> str: return str(s).replace('|', '\\|').replace('\n', ' ')
 
+def records_of(name: str, scale: str):
+    "The records every seed of experiment notebook `name` wrote at `scale` (results/<scale>/records/<name>.seed<k>.csv)."
+    import pandas as pd
+    files = sorted((RESULTS/scale/'records').glob(f'{name}.seed*.csv'))
+    frames = [pd.read_csv(f) for f in files]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
 def records_table(df) -> str:
-    "Markdown table: mean +- std over seeds of each (paper, item, dataset, method, metric), beside the paper's value."
+    "Markdown table: mean ± std over seeds of each (item, dataset, method, metric), beside the paper's value."
     if df.empty: return ''
-    g = df.groupby(['paper', 'item', 'dataset', 'scale', 'method', 'metric'], sort=True, dropna=False)
-    rows = ['| paper | item | dataset | scale | method | metric | reproduced (mean ± std) | seeds | paper |',
-            '|---|---|---|---|---|---|---|---|---|']
-    for (paper, item, dataset, scale, method, metric), x in g:
+    g = df.groupby(['item', 'dataset', 'method', 'metric'], sort=True, dropna=False)
+    rows = ['| item | dataset | method | metric | reproduced (mean ± std) | seeds | paper |', '|---|---|---|---|---|---|---|']
+    for (item, dataset, method, metric), x in g:
         v = x['value'].astype(float)
         rep = _fmt(v.mean()) + (f' ± {_fmt(v.std(ddof=1))}' if len(v) > 1 else '')
         pv = x['paper_value'].dropna()
-        rows.append('| ' + ' | '.join(_md_escape(s) for s in (paper, item, dataset, scale, method, metric, rep,
+        rows.append('| ' + ' | '.join(_md_escape(s) for s in (item, dataset, method, metric, rep,
                                                              ', '.join(str(s) for s in sorted(x['seed'].unique())),
                                                              _fmt(pv.iloc[0]) if len(pv) else '–')) + ' |')
     return '\n'.join(rows)
 
-def paper_items():
-    import csv
-    with open(DOCS/'paper_items.csv', encoding='utf-8') as f: return list(csv.DictReader(f))
+def provenance_rows(name: str, scale: str) -> list[dict]:
+    "Per seed with records at `scale`: what `compatrepro.runs.run_state` says and what the provenance file records."
+    res = RESULTS/scale
+    runs = R.runs_of(res)
+    out = []
+    for seed in sorted(runs[runs.notebook == name].seed):
+        state, why = R.run_state(res, name, int(seed), NBS)
+        f = res/'runs'/f'{name}.seed{seed}.json'
+        prov = json.loads(f.read_text(encoding='utf-8')) if f.exists() else {}
+        out.append(dict(seed=int(seed), state=state, why=why, prov=prov, file=f))
+    return out
 
-# ----------------------------------------------------------------------------- pages
+def _provenance_table(rows: list[dict]) -> str:
+    lines = ['| seed | code and versions | threads | device | torch | finished |', '|---|---|---|---|---|---|']
+    for r in rows:
+        p = r['prov']
+        if r['state'] == 'current': st = f"current (code {p.get('code_hash', '?')})"
+        else: st = f"**{r['state']}**: " + '; '.join(r['why'])
+        dur = p.get('duration')
+        fin = (p.get('updated', '')[:16].replace('T', ' ') + (f' UTC, {dur:.0f} s' if isinstance(dur, (int, float)) else ' UTC')
+               if p else '–')
+        if p and p.get('finished') is False: fin = f'**did not finish** (last wrote {fin})'
+        threads = p.get('runner', {}).get('threads') or p.get('threads')
+        lines.append('| ' + ' | '.join(_md_escape(x) for x in (r['seed'], st, threads or '–', p.get('device', '–'),
+                                                                 p.get('torch', '–'), fin)) + ' |')
+    return '\n'.join(lines)
 
-def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str], recs) -> str:
+def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str]) -> str:
     if scale is None:
         return ('```{admonition} Not yet run\n:class: warning\n'
                 f'No executed copy of this notebook exists yet (`results/<scale>/notebooks/{name}.ipynb`): '
@@ -352,7 +391,7 @@ def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str], 
                  + (f", {meta['duration']:.0f} s" if isinstance(meta.get('duration'), (int, float)) else ''))
     if params:
         lines.append('- parameters: ' + ', '.join(f'`{k}={v!r}`' for k, v in params.items()))
-    r = recs[(recs['notebook'] == name) & (recs['scale'] == scale)] if not recs.empty else recs
+    r = records_of(name, scale)
     if not r.empty:
         lines.append('- datasets in its records: ' + '; '.join(sorted(map(str, r['dataset'].unique()))))
         lines.append('- seeds with records: ' + ', '.join(str(s) for s in sorted(r['seed'].unique()))
@@ -363,62 +402,101 @@ def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str], 
         lines.append(f'- the same notebook at {o} scale: [{name} ({o})]({name}__{o}.ipynb)')
     if 'paper' not in [scale] + other:
         lines.append('- not yet run at paper scale: see [Running at paper scale](../paper_scale.md)')
-    kind = 'warning' if meta.get('exception') else 'note'
-    return f'```{{admonition}} Which run made these numbers\n:class: {kind}\n' + '\n'.join(lines) + '\n```\n'
+    prov = provenance_rows(name, scale)
+    stale = [p for p in prov if p['state'] != 'current']
+    if prov and not any(p['prov'] for p in prov):
+        lines.append(f'- **stale**: no run of it recorded its provenance (`results/{scale}/runs/{name}.seed<k>.json`: '
+                     'code hash, versions used, threads, device, torch); they were made before runs did, so '
+                     '`compatrepro status` cannot tell that they match this code, and counts them as stale until they '
+                     f'are rerun (`compatrepro reproduce --only {name} --seeds ' + ' '.join(str(p['seed']) for p in prov) + '`)')
+    elif prov:
+        lines += ['', f'What each run recorded about itself (`results/{scale}/runs/{name}.seed<k>.json`), checked against '
+                  'the code and versions of this checkout (`compatrepro status`):', '', _provenance_table(prov)]
+    kind = 'warning' if meta.get('exception') or stale else 'note'
+    return f'````{{admonition}} Which run made these numbers\n:class: {kind}\n' + '\n'.join(lines) + '\n````\n'
 
-def exp_footer(name: str, scale: str|None, recs) -> str|None:
-    if scale is None or recs.empty: return None
-    r = recs[(recs['notebook'] == name) & (recs['scale'] == scale)]
+def exp_footer(name: str, scale: str|None) -> str|None:
+    if scale is None: return None
+    r = records_of(name, scale)
     if r.empty: return None
     return ('## Records of this notebook beside the paper\n\n'
             f'All seeds in `results/{scale}/records/{name}.seed*.csv`, aggregated (mean ± sample std over seeds); '
             "*paper* is the paper's own number where it prints one.\n\n" + records_table(r) + '\n')
 
-def lib_banner(executed: bool, skipped: int) -> str:
-    if not executed: return ''
-    s = (f' {skipped} cell(s) tagged `#| slow`/`#| gpu` were not run; they say so.' if skipped else '')
-    return ('```{admonition} Outputs\n:class: note\nThe outputs on this page were made by executing this notebook '
-            f'while building the site (CPU, small cases computable by hand; no paper-scale data).{s}\n```\n')
+def lib_banner(skipped: int, seconds: float) -> str:
+    s = (f' {skipped} cell(s) tagged `#| notest` or `#| gpu` were not run; each says so in its output.' if skipped else '')
+    return ('```{admonition} Outputs\n:class: note\nThe outputs on this page were made by executing this notebook with '
+            f'papermill while building the site (CPU, small cases computable by hand; no paper-scale data; '
+            f'{seconds:.0f} s). Cells tagged `#| slow` ran too.{s}\n```\n')
 
-def results_overview(items, recs, pages: dict) -> str:
-    import pandas as pd
+def _status_cell(row, scale: str, pages: dict) -> str:
+    "One status cell of the results overview, from a row of `compatrepro.runs.status_table`."
+    def link(nb):
+        page = pages.get((nb, scale))
+        return f'[{nb}]({page})' if page else f'`{nb}`'
+    nbs = row.notebooks.split() if isinstance(row.notebooks, str) else []
+    if row.status == 'illustration': return 'illustration'
+    if row.status == 'missing': return 'missing'
+    if row.status == 'reproduced':
+        return f'**reproduced**, seeds {row.seeds.replace(" ", ", ")}: ' + ', '.join(link(n) for n in nbs)
+    # stale: '<nb> seed <k>: <why>' parts, grouped by reason and seeds, so notebooks with the same story share a line
+    seeds: dict = {}
+    for part in str(row.reasons).split(' | '):
+        m = re.match(r'^(\S+) seed (\d+): (.*)$', part)
+        if m: seeds.setdefault((m.group(1), m.group(3)), []).append(m.group(2))
+    groups: dict = {}
+    for (nb, w), ss in seeds.items(): groups.setdefault((w, tuple(ss)), []).append(nb)
+    why = [f'{", ".join(link(nb) for nb in nbs)} seed{"s" if len(ss) > 1 else ""} {", ".join(ss)}: {_md_escape(w)}'
+           for (w, ss), nbs in groups.items()]
+    cur = f' (current seeds: {row.seeds.replace(" ", ", ")})' if isinstance(row.seeds, str) and row.seeds.strip() else ''
+    return f'**stale**{cur}: ' + '<br>'.join(why)
+
+def results_overview(pages: dict) -> str:
+    "results.md: every item of docs/paper_items.csv with its status at tiny and paper scale (compatrepro.runs.status_table)."
+    tabs = {s: R.status_table(s, RESULTS, NBS) for s in ('tiny', 'paper')}
+    kinds = {(i['paper'], i['item']): i['kind'] for i in R.paper_items(ROOT)}
     out = ['# Results overview', '',
-           'Every table and figure of the four papers, and where the package stands on each: reproduced at '
-           '**tiny** scale (the Glyphs stand-in, CPU), at **paper** scale (the paper\'s data), or not yet. '
-           'An item counts as reproduced at a scale when records for it exist under `results/<scale>/records/`; '
-           'the link goes to the notebook page whose run wrote them. Figures that only illustrate a method '
-           'have nothing to reproduce. The list of items is `docs/paper_items.csv`, made by reading the papers.', '']
-    res = [i for i in items if i['kind'] == 'result']
-    for scale in ('tiny', 'paper'):
-        n = sum(1 for i in res if not recs.empty and ((recs['paper_n'] == i['paper']) & (recs['item_n'] == i['item']) & (recs['scale'] == scale)).any())
-        out.append(f'- {scale} scale: **{n} of {len(res)}** result tables and figures have records')
+           'Every table and figure of the four papers, and where the package stands on each, at **tiny** scale (the '
+           'Glyphs stand-in, CPU) and at **paper** scale (the papers\' data). This page is `compatrepro status` '
+           '(`compatrepro.runs.status_table`) for both scales:', '',
+           '- **reproduced**: records for the item exist under `results/<scale>/records/`, and every run that wrote '
+           'them is current: its notebook\'s code, the versions of the methods and recipes it used and the records it '
+           'read are those of this checkout (from its provenance, `results/<scale>/runs/<notebook>.seed<k>.json`). '
+           'The seeds are those current runs; the link goes to the notebook page.',
+           '- **stale**: records exist, but some run that wrote them no longer matches the code; the reason is given. '
+           '`compatrepro reproduce --scale <scale> --only <notebook> --seeds ...` makes them current again.',
+           '- **missing**: no records yet.',
+           '- **illustration**: a figure that shows the method rather than a result: nothing to compute.', '',
+           'Smoke-scale runs (a few seconds per notebook, to check that the code runs) are never committed and never '
+           'shown. The list of items is `docs/paper_items.csv`, made by reading the papers; each notebook page ends '
+           'with its records beside the paper\'s numbers.', '']
+    for scale, t in tabs.items():
+        res = t[[kinds.get((r.paper, r.item)) == 'result' for r in t.itertuples()]]
+        n = res.status.value_counts()
+        out.append(f'- {scale} scale: **{n.get("reproduced", 0)} of {len(res)}** result tables and figures reproduced, '
+                   f'{n.get("stale", 0)} stale, {n.get("missing", 0)} missing')
     out.append('')
-    for paper, (title, _) in PAPERS.items():
-        out += [f'## {paper}', '', title, '', '| item | what | tiny | paper |', '|---|---|---|---|']
-        for i in (x for x in items if x['paper'] == paper):
-            cells = []
-            for scale in ('tiny', 'paper'):
-                if i['kind'] != 'result': cells.append('illustration'); continue
-                r = recs[(recs['paper_n'] == paper) & (recs['item_n'] == i['item']) & (recs['scale'] == scale)] if not recs.empty else recs
-                if r.empty: cells.append('not yet'); continue
-                links = []
-                for nbname in sorted(r['notebook'].unique()):
-                    rr = r[r['notebook'] == nbname]
-                    page = pages.get((nbname, scale))
-                    txt = f'{len(rr)} records, {rr["seed"].nunique()} seed(s): ' + '; '.join(sorted(map(str, rr['dataset'].unique())))
-                    links.append(f'[{nbname}]({page}) ({_md_escape(txt)})' if page else f'`{nbname}` ({_md_escape(txt)})')
-                cells.append('yes: ' + '<br>'.join(links))
-            out.append(f"| {i['item']} | {_md_escape(i['caption'])} | {cells[0]} | {cells[1]} |")
-        out.append('')
-    if not recs.empty:
-        known = {(i['paper'], i['item']) for i in items}
-        odd = recs[[(p, it) not in known for p, it in zip(recs['paper_n'], recs['item_n'])]]
-        if not odd.empty:
-            out += ['## Records that name no table or figure of the papers', '',
-                    'These records exist but their (paper, item) is not in `docs/paper_items.csv`:', '',
-                    records_table(odd), '']
-        out += ['## All records', '', 'Every record under `results/`, aggregated over seeds, with the paper\'s number:', '',
-                records_table(recs), '']
+    tiny, paper = tabs['tiny'], tabs['paper']
+    key = lambda t: {(r.paper, r.item): r for r in t.itertuples()}
+    kt, kp = key(tiny), key(paper)
+    papers = list(dict.fromkeys(i['paper'] for i in R.paper_items(ROOT)))
+    for p in papers:
+        out += [f'## {p}', '', PAPER_TITLES.get(p, ''), '', ':::{container} status-table', '| item | what | tiny | paper |', '|---|---|---|---|']
+        for (pp, item), kind in kinds.items():
+            if pp != p: continue
+            rt, rp = kt[(pp, item)], kp[(pp, item)]
+            out.append(f'| {item} | {_md_escape(rt.caption)} | {_status_cell(rt, "tiny", pages)} | {_status_cell(rp, "paper", pages)} |')
+        out += [':::', '']
+    extra = [k for k in list(kt) + [k for k in kp if k not in kt] if k not in kinds]
+    if extra:
+        out += ['## Records that name no numbered item', '',
+                'Some notebooks also record numbers the papers do not put in a numbered table or figure (the trained '
+                'models\' own accuracy, the checks of the papers\' claims):', '',
+                ':::{container} status-table', '| paper | item | tiny scale | paper scale |', '|---|---|---|---|']
+        for k in extra:
+            cells = [_status_cell(t[k], s, pages) if k in t else 'missing' for t, s in ((kt, 'tiny'), (kp, 'paper'))]
+            out.append(f'| {k[0]} | {_md_escape(k[1])} | {cells[0]} | {cells[1]} |')
+        out += [':::', '']
     return '\n'.join(out) + '\n'
 
 def data_layouts() -> str:
@@ -429,72 +507,80 @@ def data_layouts() -> str:
     if lines and lines[0].startswith('# '): lines = lines[1:]
     return '\n'.join('#' + l if re.match(r'^#{1,5} ', l) else l for l in lines).strip() + '\n'
 
-def cli_help() -> str:
-    "The real `compatrepro reproduce --help`, when the CLI exists, so the home page never drifts from it."
+def cli_help(*args: str) -> str:
+    "The real `compatrepro <args>`, so the pages never drift from it."
     try:
-        r = subprocess.run([sys.executable, '-m', 'compatrepro.cli', 'reproduce', '--help'], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
-        if r.returncode == 0 and r.stdout.strip(): return r.stdout
-        r = subprocess.run([sys.executable, '-c', 'import sys; from compatrepro.cli import main; sys.exit(main(["reproduce", "--help"]))'],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+        r = subprocess.run([sys.executable, '-c', 'import sys; from compatrepro.cli import main; sys.exit(main(sys.argv[1:]))',
+                            *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
         if r.stdout.strip(): return r.stdout
     except Exception: pass
     return ''
 
 # ----------------------------------------------------------------------------- main
 
+def _has_gpu() -> bool:
+    try:
+        import torch; return torch.cuda.is_available()
+    except Exception: return False
+
+def execute_library(lib: list[Path], flags: list[str], jobs: int, timeout: int, force: bool, strict: bool) -> dict:
+    "Prepare and execute (through compatrepro.runs.run_notebooks) the library notebooks whose cache is stale; return their metas."
+    lhash = lib_hash()
+    todo, metas = [], {}
+    for p in lib:
+        key = _sha(p.read_bytes(), lhash.encode(), json.dumps(flags).encode())
+        out, meta = EXEC/p.name, EXEC/(p.stem + '.json')
+        if not force and out.exists() and meta.exists() and json.loads(meta.read_text()).get('key') == key:
+            metas[p.stem] = json.loads(meta.read_text()); continue
+        skipped = prepare(p, PREP/p.name, flags)
+        todo.append((p, R.NotebookJob(PREP/p.name, EXEC/'run'/p.name, {}, name=p.stem, cwd=NBS, timeout=timeout),
+                     dict(key=key, skipped=skipped)))
+    if not todo: return metas
+    log(f'executing {len(todo)} library notebook(s) with papermill, {jobs} at a time: ' + ', '.join(p.stem for p, _, _ in todo))
+    R.run_notebooks([j for _, j, _ in todo], n_jobs=jobs, show=True)
+    errors = []
+    for p, job, m in todo:
+        if job.ok:
+            shutil.copyfile(job.out, EXEC/p.name)
+            m.update(seconds=round(job.seconds, 1), threads=job.threads)
+            (EXEC/(p.stem + '.json')).write_text(json.dumps(m))
+            metas[p.stem] = m
+        else:
+            tb = traceback_of(job.out) or job.error
+            errors.append(f'{p.name} failed (executed copy: {job.out.relative_to(ROOT)}, log: '
+                          f'{job.out.with_suffix(".log").relative_to(ROOT)}):\n{tb}')
+    if errors:
+        msg = '\n\n'.join(errors)
+        if strict: raise SystemExit(f'[docs] build failed: {len(errors)} library notebook(s) failed\n\n{msg}')
+        log(f'warning: {len(errors)} notebook(s) failed and are left out:\n{msg}')
+    return metas
+
 def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool = True) -> Path:
     "Build the site into docs/_site; return the path of its index.html."
     t0 = time.time()
-    cfg = settings()
-    skip_flags = sorted(set(cfg.get('tst_flags', '').split()) | ({'gpu'} if not _has_gpu() else set()))
+    flags = skip_flags(settings(), _has_gpu())
     if force and BUILD.exists(): shutil.rmtree(BUILD)
-    SRC.mkdir(parents=True, exist_ok=True); EXEC.mkdir(parents=True, exist_ok=True)
-    recs = load_records()
+    for d in (SRC, PREP, EXEC): d.mkdir(parents=True, exist_ok=True)
     nbs = notebooks()
-    lib = [p for p in nbs if not is_experiment(p)]
-    exp = [p for p in nbs if is_experiment(p)]
+    lib = [p for p in nbs if not is_experiment_notebook(p)]
+    exp = [p for p in nbs if is_experiment_notebook(p)]
     wanted = set()                                          # generated files this build, relative to SRC
 
-    # -- library (and other non-experiment) notebooks
-    lhash = lib_hash()
-    todo, lib_pages = [], []
+    # -- library (and other non-experiment) notebooks: executed (cached), then processed
+    to_run = [p for p in lib if default_exp(p) is not None]
+    metas = execute_library(to_run, flags, jobs, timeout, force, strict)
+    lib_pages = []
+    t1 = time.time()
     for p in lib:
-        execute = default_exp(p) is not None
-        key = _sha(p.read_bytes(), lhash.encode(), json.dumps(skip_flags).encode(), str(execute).encode())
-        cached, meta = EXEC/p.name, EXEC/(p.stem + '.json')
         rel = f'api/{p.name}'
+        if p in to_run and p.stem not in metas: continue     # failed with --keep-going
+        m = metas.get(p.stem)
+        process(p, SRC/rel, p.stem, banner=lib_banner(m['skipped'], m['seconds']) if m else None,
+                prepared=EXEC/p.name if m else None)
         wanted.add(rel); lib_pages.append((p, rel))
-        if cached.exists() and meta.exists() and json.loads(meta.read_text()).get('key') == key and not force: continue
-        todo.append(dict(src=str(p), dst=str(cached), execute=execute, skip_flags=skip_flags,
-                         title=p.stem, key=key, meta=str(meta)))
-    if todo: log(f'executing and processing {len(todo)} library notebook(s) with {jobs} worker(s): ' + ', '.join(Path(j['src']).name for j in todo))
-    errors = []
-    def one(job):
-        t = time.time(); res = run_worker(job, timeout)
-        if res['ok']:
-            Path(job['meta']).write_text(json.dumps({'key': job['key'], 'title': res['title'], 'executed': job['execute'],
-                                                     'skipped': res['skipped'], 'seconds': res['seconds']}))
-            log(f"  {Path(job['src']).name}: {time.time()-t:.0f}s" + (' (executed)' if job['execute'] else ''))
-        else: errors.append(res['error'])
-    with ThreadPoolExecutor(max(1, jobs)) as ex: list(ex.map(one, todo))
-    if errors:
-        msg = '\n\n'.join(errors)
-        if strict: raise SystemExit(f'[docs] build failed:\n{msg}')
-        log(f'warning: {len(errors)} notebook(s) failed and are left out:\n{msg}')
-    lib_meta = {}
-    for p, rel in lib_pages:
-        cached, meta = EXEC/p.name, EXEC/(p.stem + '.json')
-        if not cached.exists(): wanted.discard(rel); continue
-        m = json.loads(meta.read_text()); lib_meta[p.stem] = m
-        nb = json.loads(cached.read_text(encoding='utf-8'))
-        banner = lib_banner(m['executed'], m['skipped'])
-        if banner:   # insert after the title cell
-            nb['cells'].insert(1, {'cell_type': 'markdown', 'id': 'outputs-banner', 'metadata': {}, 'source': banner})
-        write_if_changed(SRC/rel, json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + '\n')
 
     # -- experiment notebooks: executed copies from results/, never executed here
-    pages, exp_entries, ejobs = {}, [], []
+    pages, exp_entries = {}, []
     for p in exp:
         name = p.stem
         runs = {s: RESULTS/s/'notebooks'/p.name for s in SCALE_ORDER if (RESULTS/s/'notebooks'/p.name).exists()}
@@ -502,53 +588,51 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
         for i, scale in enumerate(scales):
             rel = f'papers/{name}.ipynb' if i == 0 else f'papers/{name}__{scale}.ipynb'
             others = [s for s in scales if s != scale and s is not None]
-            src = runs.get(scale, p)
-            ejobs.append(dict(src=str(src), dst=str(SRC/rel), execute=False, title=name,
-                              banner=exp_banner(name, scale, runs.get(scale), others, recs),
-                              footer=exp_footer(name, scale, recs)))
+            process(runs.get(scale, p), SRC/rel, name, banner=exp_banner(name, scale, runs.get(scale), others),
+                    footer=exp_footer(name, scale))
             wanted.add(rel)
             if scale: pages[(name, scale)] = rel
             exp_entries.append((p, rel, scale, i == 0))
-    if ejobs: log(f'processing {len(ejobs)} experiment page(s) (executed copies from results/, not re-run)')
-    # processing only (no execution): one process does them all, with a lighter import
-    if ejobs:
-        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), '--worker-many', json.dumps(ejobs)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0: raise SystemExit(f'[docs] processing experiment notebooks failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}')
+    log(f'processed {len(lib_pages)} library and {len(exp_entries)} experiment page(s) in {time.time()-t1:.0f}s')
 
     # -- generated pages
     lines = ['# Library', '', 'One page per library notebook: the API (signatures and docstrings made by nbdev\'s `show_doc`), '
              'the paper equation each function implements, and the notebook\'s own tests with their outputs.', '',
-             '```{toctree}', ':maxdepth: 1', ''] + [rel[len('api/'):] for p, rel in lib_pages if rel in wanted] + ['```', '']
+             '```{toctree}', ':maxdepth: 1', ''] + [rel[len('api/'):] for p, rel in lib_pages] + ['```', '']
     write_if_changed(SRC/'api/index.md', '\n'.join(lines)); wanted.add('api/index.md')
-    lines = ['# Paper sections', '', 'One page per experiment notebook (one paper section each). A page shows the executed '
-             'copy that `compatrepro reproduce` wrote, says which scale, dataset and seeds made its numbers, and ends '
-             "with its records beside the paper's own numbers. See also the [results overview](../results.md).", '']
+    lines = ['# Paper sections', '', 'One page per experiment notebook (one paper section each; the notebook\'s decade says '
+             'which paper: 20-29 FastFill, 30-39 BCT, 40-49 RACT, 50-59 RM, each ending with its claims notebook). A page '
+             'shows the executed copy that `compatrepro reproduce` wrote, says which scale, dataset and seeds made its '
+             'numbers and whether each run is still current, and ends with its records beside the paper\'s own '
+             'numbers. See also the [results overview](../results.md).', '']
     by_paper: dict = {}
     for p, rel, scale, primary in exp_entries:
-        by_paper.setdefault(paper_of(p.stem) or 'Other', []).append((p, rel, scale, primary))
+        by_paper.setdefault(_paper(p), []).append((p, rel, scale, primary))
     hidden = []
-    for paper in list(PAPERS) + ['Other']:
+    for paper in list(PAPER_TITLES) + ['Other']:
         ents = by_paper.get(paper)
         if not ents: continue
         lines += [f'## {paper}', '', '| notebook | shown run | other runs |', '|---|---|---|']
         for p, rel, scale, primary in ents:
             if not primary: hidden.append(rel[len('papers/'):]); continue
-            others = [f'[{s}]({e[1][len("papers/"):]})' for e in ents if e[0] == p and not e[3] for s in [e[2]]]
+            others = [f'[{e[2]}]({e[1][len("papers/"):]})' for e in ents if e[0] == p and not e[3]]
             lines.append(f"| [{p.stem}]({rel[len('papers/'):]}) | {scale or 'not yet run'} | {', '.join(others) or '–'} |")
         lines += ['', '```{toctree}', ':hidden:', ':maxdepth: 1', '']
         lines += [rel[len('papers/'):] for p, rel, scale, primary in ents if primary] + ['```', '']
     if not exp_entries: lines += ['No experiment notebook has landed in `nbs/` yet.', '']
     if hidden: lines += ['```{toctree}', ':hidden:', ''] + hidden + ['```', '']
     write_if_changed(SRC/'papers/index.md', '\n'.join(lines)); wanted.add('papers/index.md')
-    write_if_changed(SRC/'results.md', results_overview(paper_items(), recs, {k: v for k, v in pages.items()})); wanted.add('results.md')
-    help_txt = cli_help()
+    write_if_changed(SRC/'results.md', results_overview(pages)); wanted.add('results.md')
     home = (DOCS/'index.md').read_text(encoding='utf-8')
-    home = home.replace('{{CLI_HELP}}', ('```text\n' + help_txt.rstrip() + '\n```') if help_txt else
-                        '*(the `compatrepro` command has not landed yet)*')
+    for tag, args in (('{{CLI_HELP}}', ('reproduce', '--help')), ('{{STATUS_HELP}}', ('status', '--help'))):
+        if tag not in home: continue
+        txt = cli_help(*args)
+        home = home.replace(tag, ('```text\n' + txt.rstrip() + '\n```') if txt else '*(the `compatrepro` command is missing)*')
     write_if_changed(SRC/'index.md', home); wanted.add('index.md')
     write_if_changed(SRC/'paper_scale.md', (DOCS/'paper_scale.md').read_text(encoding='utf-8')
                      .replace('{{DATA_LAYOUTS}}', data_layouts())); wanted.add('paper_scale.md')
+    for name in PAGES:
+        if (DOCS/name).exists(): write_if_changed(SRC/name, (DOCS/name).read_text(encoding='utf-8')); wanted.add(name)
     if (DOCS/'_static').exists():
         for f in (DOCS/'_static').rglob('*'):
             if f.is_file():
@@ -580,27 +664,13 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
         f'in {time.time()-t0:.0f}s')
     return SITE/'index.html'
 
-def _has_gpu() -> bool:
-    try:
-        import torch; return torch.cuda.is_available()
-    except Exception: return False
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description='Build the compatrepro docs site into docs/_site from the notebooks in nbs/.')
-    ap.add_argument('--jobs', type=int, default=min(2, os.cpu_count() or 1), help='notebooks executed at once')
+    ap.add_argument('--jobs', type=int, default=2, help='library notebooks executed at once (default 2)')
     ap.add_argument('--timeout', type=int, default=900, help='seconds one notebook may take')
     ap.add_argument('--force', action='store_true', help='forget the execution cache and rebuild everything')
     ap.add_argument('--keep-going', action='store_true', help='leave out a library notebook that fails instead of stopping')
-    ap.add_argument('--worker', help=argparse.SUPPRESS)
-    ap.add_argument('--worker-many', help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.worker:
-        print(json.dumps(worker(json.loads(a.worker)))); return 0
-    if a.worker_many:
-        for job in json.loads(a.worker_many):
-            res = worker(job)
-            if not res['ok']: print(res['error'], file=sys.stderr); return 1
-        return 0
     build(jobs=a.jobs, timeout=a.timeout, force=a.force, strict=not a.keep_going)
     return 0
 

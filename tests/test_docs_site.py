@@ -1,8 +1,8 @@
 """The docs site, tested as a reader would: build it with the documented command, serve it on
 127.0.0.1, open every page in headless Chromium with the network shut, and fail on a broken internal
 link, a missing image or other resource, math that did not render, a console error, or any request
-that leaves the machine. Screenshots of the home page and of one paper page are written to
-docs/_site/_screenshots/ (the test prints their paths).
+that leaves the machine. Screenshots of the home page, the results overview, one paper page and one library page
+are written to docs/_site/_screenshots/ (the test prints their paths).
 
 Skipped only outside CI when Chromium (or the `docs` extra) is missing; with CI=true a missing browser fails.
 """
@@ -39,7 +39,7 @@ def site():
     "Build the site with the documented command, as a user would; return the notebooks that existed when it started."
     nbs = sorted(p.name for p in NBS.glob('*.ipynb') if p.name[0] not in '_.' and p.stem != 'index')
     t0 = time.time()
-    r = subprocess.run([sys.executable, 'docs/build.py'], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = subprocess.run([sys.executable, 'docs/build.py'], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     print(r.stdout[-4000:])
     assert r.returncode == 0, f'python docs/build.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-8000:]}'
     assert (SITE/'index.html').exists()
@@ -85,25 +85,62 @@ def test_every_notebook_has_a_page(site):
     assert not missing, f'notebooks without a page: {missing}'
 
 
-def test_results_overview_lists_every_paper_item(site):
-    "The overview has one row per table and figure of docs/paper_items.csv, under its paper, with a status per scale."
-    items = list(csv.DictReader(open(DOCS/'paper_items.csv', encoding='utf-8')))
-    page = (SITE/'results.html').read_text(encoding='utf-8')
+def test_build_uses_no_private_nbdev_api():
+    "docs/build.py uses only public nbdev and execnb API (no `_name`, no execnb's CaptureShell): it executes through compatrepro.runs."
+    src = (DOCS/'build.py').read_text(encoding='utf-8')
+    bad = re.findall(r'\b(?:nbdev|execnb)(?:\.\w+)*\._\w+', src)
+    for m in re.finditer(r'^\s*from\s+((?:nbdev|execnb)[\w.]*)\s+import\s+([^\n]+)$', src, re.M):
+        bad += [f'{m.group(1)}.{n.strip()}' for n in m.group(2).split(',') if n.strip().startswith('_')]
+    bad += ['CaptureShell'] * src.count('CaptureShell')
+    assert not bad, f'docs/build.py uses private or execution API of nbdev/execnb: {bad}'
+    assert 'run_notebooks' in src, 'docs/build.py must execute library notebooks through compatrepro.runs.run_notebooks'
+
+
+def _sections(page: str) -> dict:
     sections = {}
     for chunk in page.split('<h2')[1:]:
         heading = html.unescape(re.sub(r'<[^>]+>', '', chunk.split('</h2>', 1)[0].split('>', 1)[1])).strip(' #\n')
         sections[heading] = chunk
+    return sections
+
+def _rows(chunk: str) -> list[list[str]]:
+    rows = re.findall(r'<tr[^>]*>(.*?)</tr>', chunk, re.S)
+    cells = [[html.unescape(re.sub(r'<[^>]+>', ' ', c)).strip() for c in re.findall(r'<td[^>]*>(.*?)</td>', r, re.S)] for r in rows]
+    return [c for c in cells if c]
+
+
+def test_results_overview_lists_every_paper_item(site):
+    """The overview has one row per table and figure of docs/paper_items.csv, under its paper, and its status at tiny and
+    paper scale is the one `compatrepro status` (compatrepro.runs.status_table) gives."""
+    from compatrepro.runs import status_table
+    items = list(csv.DictReader(open(DOCS/'paper_items.csv', encoding='utf-8')))
+    status = {s: {(r.paper, r.item): r.status for r in status_table(s, ROOT/'results', NBS).itertuples()} for s in ('tiny', 'paper')}
+    sections = _sections((SITE/'results.html').read_text(encoding='utf-8'))
     for paper in sorted({i['paper'] for i in items}):
         assert paper in sections, f'no section for {paper} in the results overview (sections: {list(sections)})'
-        rows = re.findall(r'<tr[^>]*>(.*?)</tr>', sections[paper], re.S)
-        cells = [[html.unescape(re.sub(r'<[^>]+>', ' ', c)).strip() for c in re.findall(r'<td[^>]*>(.*?)</td>', r, re.S)] for r in rows]
-        cells = [c for c in cells if c]
+        cells = _rows(sections[paper])
         want = [i for i in items if i['paper'] == paper]
         assert [c[0] for c in cells] == [i['item'] for i in want], f'{paper}: rows differ from docs/paper_items.csv'
         for c, i in zip(cells, want):
-            for status in c[2:4]:
-                ok = status == 'illustration' if i['kind'] == 'illustration' else (status == 'not yet' or status.startswith('yes:'))
-                assert ok, f"{paper} {i['item']}: unexpected status {status!r}"
+            for scale, shown in zip(('tiny', 'paper'), c[2:4]):
+                word = shown.split()[0].strip(':,') if shown else ''
+                assert word == status[scale][(paper, i['item'])], f"{paper} {i['item']} at {scale}: page says {shown!r}"
+    assert 'results/smoke' not in (SITE/'results.html').read_text(encoding='utf-8'), 'the overview shows smoke runs'
+
+
+def test_pages_show_real_outputs(site):
+    "Library pages show nbdev's show_doc and the outputs of their execution; experiment pages say which run made them."
+    core = (SITE/'api'/'00_core.html').read_text(encoding='utf-8')
+    assert 'id="check-scale"' in core, 'the show_doc of check_scale is missing from the core page'
+    assert 'executing this notebook with papermill' in core
+    for f in (SITE/'api').glob('*.html'):
+        t = f.read_text(encoding='utf-8')
+        assert 'papermill-error-cell' not in t and 'An Exception was encountered' not in t, f'{f.relative_to(SITE)} shows a failed run'
+    for f in (SITE/'papers').glob('*.html'):
+        if f.name == 'index.html': continue
+        t = f.read_text(encoding='utf-8')
+        assert 'Which run made these numbers' in t or 'Not yet run' in t, f'{f.relative_to(SITE)} does not say which run made it'
+        assert 'results/smoke/' not in t, f'{f.relative_to(SITE)} shows a smoke run'
 
 
 def _crawl_targets(server):
@@ -182,10 +219,15 @@ def test_site_in_chromium(server):
         page.goto(server + target.relative_to(SITE).as_posix(), wait_until='load')
         page.evaluate('() => window.MathJax ? MathJax.startup.promise : null')
         shot = SHOTS/f'paper_{target.stem}.png'; page.screenshot(path=str(shot), full_page=True)
+        shots = [home, shot]
+        for rel, name in (('results.html', 'results.png'), ('api/00_core.html', 'library_00_core.png')):
+            if (SITE/rel).exists():
+                page.goto(server + rel, wait_until='load'); page.evaluate('() => window.MathJax ? MathJax.startup.promise : null')
+                shots.append(SHOTS/name); page.screenshot(path=str(shots[-1]), full_page=True)
         ctx.close()
-    print(f'\nscreenshots: {home}\n             {shot}')
+    print('\nscreenshots: ' + '\n             '.join(map(str, shots)))
     print(f'checked {len(targets)} pages, {pages_with_math} with math')
     assert pages_with_math >= 1, 'no page with math was found: the math check checked nothing'
     problems += [f'request to an outside host (blocked): {u}' for u in sorted(set(outside))]
     assert not problems, f'{len(problems)} problem(s):\n' + '\n'.join(problems[:60])
-    for s in (home, shot): assert s.exists() and s.stat().st_size > 10_000, f'screenshot {s} is empty'
+    for s in shots: assert s.exists() and s.stat().st_size > 10_000, f'screenshot {s} is empty'
