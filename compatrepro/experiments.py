@@ -5,7 +5,7 @@
 # %% ../nbs/13_experiments.ipynb #b0497473
 from __future__ import annotations
 import os, re, sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,16 +13,17 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, set_context
 from .data import get_split
-from .train import transformation_spec, apply_transformation
+from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
 from .pipeline import get_features, get_transformation
-from .metrics import m_tilde
+from .metrics import m_tilde, retrieval_metrics
 from .backfill import backfill_curve, step_curve, plot_backfill_curves
 from .report import RecordBook
 from . import losses as L
 
 # %% auto #0
-__all__ = ['dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'transform_old', 'alignment_losses',
-           'update_curves', 'record_curves', 'plot_update_curves']
+__all__ = ['BASELINES', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
+           'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'record_curves',
+           'plot_update_curves', 'report_update', 'model_table']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -71,21 +72,50 @@ def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', noteb
     P = ExperimentParams(**{k: ns[k] for k in names if k in ns})
     set_context(RunContext.from_env(device=P.device, data_root=P.data_root))
     nb = Path(notebook) if notebook is not None else this_notebook(ns)
-    book = RecordBook(paper_of_notebook(nb.name), nb.stem, P)
-    dataset = dataset_name(split, part, P) if split else 'no dataset (reads the records of other notebooks)'
-    return Run(P, book, dataset, f'{dataset}, {P.scale} scale, seed {P.seed}')
+    dataset = dataset_name(split, part, P) if split else None
+    book = RecordBook(paper_of_notebook(nb.name), nb.stem, P, dataset)
+    print(book.where)
+    return Run(P, book, dataset, book.where)
 
 # %% ../nbs/13_experiments.ipynb #b84e103a
-def eval_features(specs: dict, split: str, part: str, params: ExperimentParams, logits: bool = False) -> tuple[dict, torch.Tensor]:
-    "({name: features}, labels) of each backbone spec in `specs` on `split`/`part` (trained and cached if missing)."
+def eval_features(specs: dict, split: str, part: str, params: ExperimentParams|None = None) -> tuple[dict, torch.Tensor]:
+    "({name: features [N, d]}, labels [N]) of each backbone spec in `specs` on `split`/`part` (trained and cached if missing)."
     feats, labels = {}, None
     for name, spec in specs.items():
-        f = get_features(spec, split, part, logits=logits)
+        f = get_features(spec, split, part)
         if labels is None: labels = f['labels']
         elif not torch.equal(f['labels'], labels):
             raise RuntimeError(f"the features of {name!r} are not of the same images as the others")
-        feats[name] = f
+        feats[name] = f['features']
     return feats, labels
+
+# %% ../nbs/13_experiments.ipynb #af1790be
+BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill')}
+
+def update_specs(params: ExperimentParams, old_split: str, new_split: str, baselines=('BCT', 'RACT'),
+                 old_kw: dict|None = None, new_kw: dict|None = None, old_steps_like_new: bool = False, **kw) -> dict:
+    """{'old', 'new', *baselines}: the backbone specs of an update (`kw` for both, `old_kw`/`new_kw` for one of them).
+    `old_steps_like_new`: on the stand-in, give the old model as many optimizer steps as the new one (its epochs scaled
+    by the ratio of training-set sizes) unless the epochs are overridden; see `23_fastfill_vggface2` for why."""
+    old = backbone_spec(old_split, params.scale, params.seed, **(params.overrides | kw | (old_kw or {})))
+    new = backbone_spec(new_split, params.scale, params.seed, **(params.overrides | kw | (new_kw or {})))
+    if old_steps_like_new and params.standin and 'epochs' not in params.overrides:
+        n_old, n_new = (len(get_split(s, 'train', params.scale, params.data_root)) for s in (old_split, new_split))
+        old = replace(old, epochs=round(new.epochs*n_new/n_old))
+    out = {'old': old, 'new': new}
+    for b in baselines:
+        if b not in BASELINES: raise ValueError(f"unknown baseline {b!r}; use one of {list(BASELINES)}")
+        out[b] = replace(new, compat=BASELINES[b](old))
+    return out
+
+def transform_features(features: dict, specs: dict, params: ExperimentParams, which=('FCT', 'FastFill'), **overrides) -> torch.Tensor|None:
+    "Add `h(old) FCT` and/or `h(old) FastFill` to `features` (transformations trained and cached if missing); FastFill's $\log\sigma^2$."
+    objective = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert'}
+    log_sigma2 = None
+    for name in which:
+        features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], objective[name], features['old'], params, **overrides)
+        if name == 'FastFill': log_sigma2 = s
+    return log_sigma2
 
 # %% ../nbs/13_experiments.ipynb #62d39f3f
 def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor, params: ExperimentParams,
@@ -108,26 +138,38 @@ def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, label
     return {'L_l2': l2, 'L_disc': disc, 'L_l2+disc': l2 + disc}
 
 # %% ../nbs/13_experiments.ipynb #2d30d777
+@dataclass
+class UpdateSetup:
+    "One way to update: queries, the gallery before and after backfilling, and the order in which items switch."
+    query: torch.Tensor          # query features (the new model's, or the old one's for the old system)
+    gallery_old: torch.Tensor    # the gallery at 0 %: old or transformed old features
+    gallery_new: torch.Tensor    # the gallery at 100 %: new features
+    order: np.ndarray            # a permutation of the gallery, first backfilled first
+
+    def __post_init__(self):
+        if len(self.gallery_old) != len(self.gallery_new) or len(self.order) != len(self.gallery_new):
+            raise ValueError(f"gallery_old ({len(self.gallery_old)}), gallery_new ({len(self.gallery_new)}) and order "
+                             f"({len(self.order)}) must describe the same gallery")
+
 def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5', 'mAP'),
                   distance: str = 'l2', query_is_gallery: bool = True, gallery_labels=None, steps: bool = True) -> tuple[dict, dict]:
-    "({method: backfill_curve at `fractions` (default 21, 0 to 1)}, {method: step_curve at every step}) for each setup (query, g_old, g_new, order)."
+    "({method: backfill_curve at `fractions` (default 21, 0 to 1)}, {method: step_curve at every step}) for each `UpdateSetup`."
     fractions = np.linspace(0, 1, 21) if fractions is None else fractions
     gl = labels if gallery_labels is None else gallery_labels
     curves, step = {}, {}
-    for name, (q, g_old, g_new, order) in setups.items():
-        curves[name] = backfill_curve(q, g_old, g_new, labels, gl, order, fractions, metrics=metrics, distance=distance,
-                                      query_is_gallery=query_is_gallery)
-        if steps: step[name] = step_curve(q, g_old, g_new, labels, gl, order, distance=distance, query_is_gallery=query_is_gallery)
+    for name, s in setups.items():
+        if not isinstance(s, UpdateSetup): raise TypeError(f"setup {name!r} is a {type(s).__name__}, not an UpdateSetup")
+        args = (s.query, s.gallery_old, s.gallery_new, labels, gl, s.order)
+        curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery)
+        if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery)
     return curves, step
 
-def record_curves(book, item: str, dataset: str, curves: dict, steps: dict, paper: dict|None = None,
-                  metrics=('top1', 'mAP'), suffix: str = '') -> None:
-    "Record $\\widetilde{M}$ per method (top-1 over every step when `steps` has it) with the paper's values from `paper` = {method: {metric: value}}."
+def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', 'mAP'), suffix: str = '') -> None:
+    "Record $\\widetilde{M}$ per method (top-1 over every step when `steps` has it) as `<metric>~<suffix>`."
     for name, c in curves.items():
         for m in metrics:
             v = steps[name]['top1'] if (m == 'top1' and name in steps) else c[m]
-            pv = (paper or {}).get(name, {}).get(m)
-            book.add(item, dataset, name, f'{m}~{suffix}', m_tilde(v), pv)
+            book.add(item, name, f'{m}~{suffix}', m_tilde(v))
 
 # %% ../nbs/13_experiments.ipynb #5717ba69
 def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', 'mAP')):
@@ -139,3 +181,28 @@ def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', '
     fig.suptitle(title, fontsize=10)   # once, above the panels: a title per panel overlaps its neighbours
     fig.tight_layout()
     return fig
+
+# %% ../nbs/13_experiments.ipynb #afc4fba2
+def report_update(book, item: str, curves: dict, steps: dict, methods=None, metrics=('top1', 'mAP'),
+                  figure: str|None = None, plot_metrics=None):
+    """Record $\\widetilde{M}$ of `methods` (default: all) under `item`, draw `figure` (its panels `plot_metrics`,
+    default `metrics`) and return the item's table beside the paper's."""
+    methods = list(methods or curves)
+    cs, st = {k: curves[k] for k in methods}, {k: steps[k] for k in methods if k in steps}
+    record_curves(book, item, cs, st, metrics)
+    if figure:
+        fig = plot_update_curves(cs, st, f'{figure} — {book.where}', plot_metrics or metrics)
+        book.save_figure(fig, figure); plt.show()
+    return book.table(item, metrics=[f'{m}~' for m in metrics])
+
+def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top5', 'mAP'), item: str = 'Models',
+                distance: str = 'l2') -> pd.DataFrame:
+    "Retrieval of every `pairs` = {row: (query name, gallery name)} of `features` (query = gallery images), recorded under `item`."
+    rows = {}
+    for row, (q, g) in pairs.items():
+        r = retrieval_metrics(features[q], features[g], labels, labels, metrics=metrics, distance=distance)
+        rows[row] = {m: r[m] for m in metrics}
+        for m in metrics: book.add(item, row, m, rows[row][m])
+    t = pd.DataFrame(rows).T.round(2)
+    t.index.name = f'query / gallery ({book.where})'
+    return t

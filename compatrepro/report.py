@@ -4,19 +4,22 @@
 
 # %% ../nbs/12_report.ipynb #2b77449b
 from __future__ import annotations
-import hashlib, json, os, platform, sys, time
+import hashlib, json, os, platform, re, sys, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
 import compatrepro
 from .core import (RECORD_COLUMNS, atomic_path, atomic_write_text, current_context, get_device, make_record,
+                              paper_of_notebook,
                               read_records, write_records)
 from .metrics import EVAL_VERSION
 
 # %% auto #0
-__all__ = ['KEYS', 'aggregate_records', 'fmt_mean_std', 'paper_table', 'table_caption', 'summary_markdown', 'write_summary',
-           'notebook_code_hash', 'file_digest', 'find_notebook', 'machine_info', 'RecordBook']
+__all__ = ['KEYS', 'VERDICTS', 'aggregate_records', 'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table',
+           'table_caption', 'summary_markdown', 'write_summary', 'notebook_code_hash', 'file_digest', 'find_notebook',
+           'machine_info', 'linear', 'diff', 'above', 'least', 'order', 'make_claim', 'claim_refs', 'claim_margins',
+           'claim_verdict', 'claims_table', 'RecordBook']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -37,6 +40,31 @@ def aggregate_records(records: pd.DataFrame) -> pd.DataFrame:
     out['seeds'] = g['seed'].agg(lambda s: ' '.join(map(str, sorted(s)))).values
     out['paper_value'] = g['paper_value'].first().values
     return out
+
+# %% ../nbs/12_report.ipynb #892d6497
+def repo_root() -> Path:
+    "The repository this package is installed from (editable install: the folder holding settings.ini and docs/)."
+    for d in [Path.cwd(), *Path.cwd().parents, Path(compatrepro.__file__).resolve().parent.parent]:
+        if (d/'settings.ini').exists() and (d/'docs').is_dir(): return d
+    raise FileNotFoundError("cannot find the compatrepro repository (settings.ini, docs/): run from inside it")
+
+_PAPER_VALUES = {}
+
+def paper_values(path: str|Path|None = None) -> pd.DataFrame:
+    "The table of the papers' numbers (`docs/paper_values.csv` of the repository unless `path` is given)."
+    path = Path(path) if path else repo_root()/'docs'/'paper_values.csv'
+    if path not in _PAPER_VALUES:
+        df = pd.read_csv(path, keep_default_na=False)
+        dup = df.duplicated(['paper', 'item', 'method', 'metric'], keep=False)
+        if dup.any(): raise ValueError(f"{path} names a number twice:\n{df[dup]}")
+        _PAPER_VALUES[path] = df.astype({'value': float})
+    return _PAPER_VALUES[path]
+
+def paper_value(paper: str, item: str, method: str, metric: str) -> float|None:
+    "The paper's own number for (paper, item, method, metric), or None when the paper prints none."
+    pv = paper_values()
+    r = pv[(pv.paper == paper) & (pv['item'] == item) & (pv.method == method) & (pv.metric == metric)]
+    return float(r.value.iloc[0]) if len(r) else None
 
 # %% ../nbs/12_report.ipynb #fa04a0b8
 def fmt_mean_std(mean: float, std: float, n: int, digits: int = 2) -> str:
@@ -114,11 +142,76 @@ def machine_info(ctx=None) -> dict:
     return dict(package=compatrepro.__version__, torch=torch.__version__, python=platform.python_version(),
                 device=f'{dev.type}: {name}', threads=torch.get_num_threads())
 
+# %% ../nbs/12_report.ipynb #fd3896f6
+VERDICTS = ('holds', 'fails', 'within noise')
+
+def linear(coefs: dict, const: float = 0.) -> list:
+    "A margin $\sum_r c_r\,v_r + b$ over records `r = (item, method, metric)`."
+    return [{'refs': [[*map(str, r), float(c)] for r, c in coefs.items()], 'const': float(const)}]
+
+def diff(a: tuple, b: tuple) -> list: return linear({tuple(a): 1., tuple(b): -1.})
+def above(a: tuple, x: float) -> list: return linear({tuple(a): 1.}, -x)
+def least(*margins) -> list: return [t for m in margins for t in m]
+def order(item: str, methods: list, metric: str) -> list:
+    "The margin of `methods` being in decreasing order of `metric` in `item`."
+    return least(*[diff((item, a, metric), (item, b, metric)) for a, b in zip(methods, methods[1:])])
+
+def make_claim(text: str, margin: list, min_effect: float = 0.5, expect: str = 'holds', reason: str = '', notebook: str = '') -> dict:
+    "A claim as data (see above)."
+    if expect not in VERDICTS: raise ValueError(f"expect={expect!r}: use one of {VERDICTS}")
+    if expect != 'holds' and not reason.strip(): raise ValueError(f"claim {text!r} is expected to {expect!r}: say why (reason=...)")
+    if not margin: raise ValueError(f"claim {text!r} has an empty margin")
+    return dict(text=text, margin=margin, min_effect=float(min_effect), expect=expect, reason=reason, notebook=notebook)
+
+def claim_refs(claim: dict) -> list[tuple]:
+    "The records `(item, method, metric)` a claim names."
+    return list(dict.fromkeys((i, m, k) for t in claim['margin'] for i, m, k, _ in t['refs']))
+
+def claim_margins(claim: dict, records: pd.DataFrame) -> dict:
+    "{seed: margin} of `claim` on `records` (every seed that has records of its notebook); a missing number is an error."
+    r = records if 'notebook' not in records else records[records.notebook == claim['notebook']]
+    v = r.set_index(['seed', 'item', 'method', 'metric']).value
+    out = {}
+    for seed in sorted(r.seed.unique()):
+        forms = []
+        for t in claim['margin']:
+            tot = t['const']
+            for i, m, k, c in t['refs']:
+                if (seed, i, m, k) not in v.index:
+                    raise KeyError(f"claim {claim['text']!r}: seed {seed} has no record ({i!r}, {m!r}, {k!r}) "
+                                   f"of {claim['notebook'] or 'its notebook'}")
+                tot += c*float(v.loc[(seed, i, m, k)])
+            forms.append(tot)
+        out[int(seed)] = min(forms)
+    return out
+
+def claim_verdict(margins: dict, min_effect: float) -> tuple[str, float, float]:
+    "(verdict, mean, sd) of a claim's margins over the seeds (see the noise rule above)."
+    m = np.array(list(margins.values()), dtype=float)
+    if len(m) < 2: return 'too few seeds', (float(m.mean()) if len(m) else np.nan), np.nan
+    mean, sd = float(m.mean()), float(m.std(ddof=1))
+    tol = max(sd, min_effect)
+    return ('holds' if mean > tol else 'fails' if mean < -tol else 'within noise'), mean, sd
+
+def claims_table(claims: list[dict], records: pd.DataFrame) -> pd.DataFrame:
+    "One row per claim: its notebook, margin mean ± sd, seeds where it holds, verdict, the verdict written beside it, why."
+    rows = []
+    for c in claims:
+        mg = claim_margins(c, records)
+        verdict, mean, sd = claim_verdict(mg, c['min_effect'])
+        rows.append(dict(claim=c['text'], notebook=c['notebook'], seeds=len(mg),
+                         margin=f'{mean:+.2f}' + ('' if np.isnan(sd) else f' ± {sd:.2f}'),
+                         holds_on=f"{sum(v > 0 for v in mg.values())}/{len(mg)}", tolerance=round(max(c['min_effect'], 0 if np.isnan(sd) else sd), 2),
+                         verdict=verdict, written=c['expect'], agrees=verdict == c['expect'], reason=c['reason']))
+    return pd.DataFrame(rows, columns=['claim', 'notebook', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict', 'written', 'agrees', 'reason'])
+
 # %% ../nbs/12_report.ipynb #6890beef
 class RecordBook:
-    "Result records, figures and provenance of one experiment notebook run (one seed, one scale)."
-    def __init__(self, paper: str, notebook: str, params):
-        self.paper, self.notebook, self.params, self.records = paper, notebook, params, []
+    "Result records, figures, claims and provenance of one experiment notebook run (one seed, one scale)."
+    def __init__(self, paper: str, notebook: str, params, dataset: str|None = None):
+        self.paper, self.notebook, self.params, self.records, self.claims = paper, notebook, params, [], []
+        self.dataset = dataset   # the evaluation data records name by default (e.g. 'Glyphs stand-in for ImageNet-1k')
+        self.where = f'{dataset}, {params.scale} scale, seed {params.seed}' if dataset else f'{params.scale} scale, seed {params.seed}'
         self.dir = Path(params.results_dir)
         self.path = self.dir/'records'/f'{notebook}.seed{params.seed}.csv'
         self.provenance_path = self.dir/'runs'/f'{notebook}.seed{params.seed}.json'
@@ -138,25 +231,52 @@ class RecordBook:
         write_records(self.records, self.path)
         atomic_write_text(self.provenance_path, json.dumps(self.provenance(), indent=1) + '\n')
 
-    def add(self, item: str, dataset: str, method: str, metric: str, value: float, paper_value: float|None = None,
-            paper: str|None = None):
-        "Record one number (replacing an earlier record of the same item/dataset/method/metric) and save."
-        r = make_record(paper or self.paper, item, dataset, self.params.scale, method, self.params.seed, metric,
-                        value, paper_value)
+    def add(self, item: str, method: str, metric: str, value: float, dataset: str|None = None, paper: str|None = None):
+        """Record one number (replacing an earlier record of the same item/dataset/method/metric) and save; the paper's
+        own number, where `docs/paper_values.csv` has it, goes beside it. `dataset` defaults to the book's."""
+        paper, dataset = paper or self.paper, dataset or self.dataset
+        if dataset is None: raise ValueError("name the dataset: RecordBook(..., dataset=...) or add(..., dataset=...)")
+        r = make_record(paper, item, dataset, self.params.scale, method, self.params.seed, metric,
+                        value, paper_value(paper, item, method, metric))
         key = lambda x: (x['paper'], x['item'], x['dataset'], x['method'], x['metric'])
         self.records = [x for x in self.records if key(x) != key(r)] + [r]
         self._save()
         return r
 
+    def claim(self, text: str, margin: list, min_effect: float = 0.5, expect: str = 'holds', reason: str = '') -> dict:
+        """Declare a claim of the paper beside the numbers it rests on: `margin` (from `diff`, `order`, `above`,
+        `least`) is positive when it holds on a seed; `min_effect` is the smallest margin that counts, in the metric's
+        units; `expect` is the verdict over the seeds written beside it ('holds', 'fails' or 'within noise'), with
+        `reason` saying why when it is not 'holds'. Every number it names must already be recorded in this run."""
+        c = make_claim(text, margin, min_effect, expect, reason, self.notebook)
+        have = {(r['item'], r['method'], r['metric']) for r in self.records}
+        missing = [ref for ref in claim_refs(c) if ref not in have]
+        if missing: raise ValueError(f"claim {text!r} names numbers this run has not recorded: {missing}")
+        self.claims = [x for x in self.claims if x['text'] != text] + [c]
+        atomic_write_text(self.dir/'claims'/f'{self.notebook}.json', '[\n' + ',\n'.join(json.dumps(c) for c in self.claims) + '\n]\n')
+        return c
+
     def read_others(self) -> pd.DataFrame:
-        "The records of every other notebook of this scale (all seeds), noting each file read as an input of this run."
+        "The records of every other notebook of this scale (all seeds, with a `notebook` column), noting each file read as an input of this run."
         files = sorted(f for f in (self.dir/'records').glob('*.csv') if not f.name.startswith(f'{self.notebook}.'))
-        self.inputs = {f.name: file_digest(f) for f in files}
-        return pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame(columns=list(RECORD_COLUMNS))
+        self.inputs |= {f.name: file_digest(f) for f in files}
+        if not files: return pd.DataFrame(columns=list(RECORD_COLUMNS) + ['notebook'])
+        return pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in files], ignore_index=True)
+
+    def read_claims(self, paper: str|None = None) -> tuple[list[dict], pd.DataFrame]:
+        """The claims declared by the other notebooks of `paper` (default: this book's) at this scale, and those
+        notebooks' records (all seeds); every file read is noted as an input of this run."""
+        paper = paper or self.paper
+        files = sorted(f for f in (self.dir/'claims').glob('*.json')
+                       if f.stem != self.notebook and paper_of_notebook(f.stem + '.ipynb') == paper)
+        claims = [c for f in files for c in json.loads(f.read_text())]
+        recs = self.read_others()
+        self.inputs |= {f'../claims/{f.name}': file_digest(f) for f in files}
+        return claims, recs[recs.paper == paper]
 
     def save_figure(self, fig, item: str) -> Path:
         "Save `fig` as `figures/<notebook>_<item>.seed<k>.png` (atomically)."
-        name = f"{self.notebook}_{item.replace(' ', '_').lower()}.seed{self.params.seed}.png"
+        name = f"{self.notebook}_{re.sub(r'[^a-z0-9]+', '_', item.lower()).strip('_')}.seed{self.params.seed}.png"
         p = self.dir/'figures'/name
         with atomic_path(p) as tmp: fig.savefig(tmp, format='png', dpi=110, bbox_inches='tight')
         return p
