@@ -13,7 +13,7 @@ from .core import SCALES, STANDIN_SCALES
 from .runs import check_results, reproduce, status_table
 
 # %% auto #0
-__all__ = ['format_status', 'main']
+__all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'write_readme_status', 'main']
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 def _parse_value(v: str):
@@ -33,6 +33,29 @@ def format_status(t: pd.DataFrame, scale: str) -> str:
                    'missing': 'missing', 'illustration': 'illustration (nothing to compute)'}[r.status]
             out.append(f'  {r.item:<14} {how}')
     return '\n'.join(out).lstrip('\n')
+
+README_START, README_END = '<!-- compatrepro status: start -->', '<!-- compatrepro status: end -->'
+
+def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) -> str:
+    "Papers x result items as a markdown table: reproduced at tiny scale, at paper scale, not yet (stale counts as not yet)."
+    t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
+    rows = ['| paper | reproduced at tiny scale (stand-in, 3 seeds) | reproduced at paper scale | not yet |', '|---|---|---|---|']
+    for paper, g in t['tiny'].groupby(level='paper', sort=False):
+        g = g[g.status != 'illustration']
+        items = [i for _, i in g.index if not g.loc[(paper, i), 'caption'].startswith('not a numbered item')]
+        got = {s: [i for i in items if t[s].loc[(paper, i), 'status'] == 'reproduced'] for s in t}
+        rest = [i for i in items if i not in got['tiny'] and i not in got['paper']]
+        rows.append(f"| {paper} | {', '.join(got['tiny']) or '—'} | {', '.join(got['paper']) or '—'} | {', '.join(rest) or '—'} |")
+    return '\n'.join(rows)
+
+def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'results', nbs: str|Path|None = None) -> bool:
+    "Put `status_markdown` between the README's status markers; True if the README changed."
+    readme = Path(readme); text = readme.read_text(encoding='utf-8')
+    if README_START not in text or README_END not in text: raise ValueError(f"{readme} has no {README_START} ... {README_END} block")
+    head, rest = text.split(README_START, 1); _, tail = rest.split(README_END, 1)
+    new = f'{head}{README_START}\n{status_markdown(results, nbs)}\n{README_END}{tail}'
+    if new != text: readme.write_text(new, encoding='utf-8')
+    return new != text
 
 def main(argv: list[str]|None = None) -> int:
     "Entry point of the `compatrepro` console script."
@@ -57,8 +80,14 @@ def main(argv: list[str]|None = None) -> int:
     s.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     s.add_argument('--check', action='store_true', help='exit 1 if a run is stale or a notebook has fewer than --min-seeds current seeds')
     s.add_argument('--min-seeds', type=int, default=3)
+    s.add_argument('--markdown', action='store_true', help="print the papers x items table of the README instead")
+    s.add_argument('--write-readme', metavar='README', default=None, help='write that table into README between its status markers')
     a = ap.parse_args(argv)
     try:
+        if a.cmd == 'status' and (a.markdown or a.write_readme):
+            if a.write_readme: print('updated' if write_readme_status(a.write_readme, a.results, a.nbs) else 'unchanged', a.write_readme)
+            else: print(status_markdown(a.results, a.nbs))
+            return 0
         if a.cmd == 'status':
             print(format_status(status_table(a.scale, a.results, a.nbs), a.scale))
             if not a.check: return 0

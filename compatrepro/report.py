@@ -146,7 +146,7 @@ def machine_info(ctx=None) -> dict:
 VERDICTS = ('holds', 'fails', 'within noise')
 
 def linear(coefs: dict, const: float = 0.) -> list:
-    "A margin $\sum_r c_r\,v_r + b$ over records `r = (item, method, metric)`."
+    r"A margin $\sum_r c_r\,v_r + b$ over records `r = (item, method, metric)`."
     return [{'refs': [[*map(str, r), float(c)] for r, c in coefs.items()], 'const': float(const)}]
 
 def diff(a: tuple, b: tuple) -> list: return linear({tuple(a): 1., tuple(b): -1.})
