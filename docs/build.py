@@ -27,7 +27,8 @@ What happens, in order:
    `nbdev_proc_nbs` applies them) minus `add_show_docs` and `exec_show_docs` (the show_doc cells were added
    and executed in step 1), `add_links` and `insert_warning` (they target nbdev's Quarto site): `#| hide` and
    `#| export` cells disappear, show_doc output is shown as markdown, the title cell becomes the page title.
-4. The results overview is made from `compatrepro.runs.status_table` at tiny and at paper scale.
+4. The results overview is made from `compatrepro.runs.status_table` at tiny and at paper scale; the hand-written
+   pages are every `docs/*.md` (with the real `compatrepro ... --help` and `data_prep/README.md` filled in).
 5. Sphinx with myst-nb renders all of it into `docs/_site/`.
 
 Only public nbdev and execnb API is used here. Nothing here needs a per-notebook list: whatever notebooks
@@ -65,7 +66,6 @@ PAPER_TITLES = {   # short name (as in compatrepro.core.PAPER_DECADES and docs/p
     'RM': 'Seo, Uzunbas, Han, Cao, Lim. *Metric Compatible Training for Online Backfilling in Large-Scale Retrieval* (rank merge)',
 }
 MARK = 'compatrepro_docs'    # cell metadata key the prepared copies use to mark the cells this script changed
-PAGES = ('benchmarks.md', 'ci.md', 'design.md')   # hand-written pages copied as they are
 
 
 def log(msg): print(f'[docs] {msg}', flush=True)
@@ -507,6 +507,10 @@ def data_layouts() -> str:
     if lines and lines[0].startswith('# '): lines = lines[1:]
     return '\n'.join('#' + l if re.match(r'^#{1,5} ', l) else l for l in lines).strip() + '\n'
 
+def _help_block(*args: str) -> str:
+    txt = cli_help(*args)
+    return ('```text\n' + txt.rstrip() + '\n```') if txt else '*(the `compatrepro` command is missing)*'
+
 def cli_help(*args: str) -> str:
     "The real `compatrepro <args>`, so the pages never drift from it."
     try:
@@ -623,16 +627,14 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
     if hidden: lines += ['```{toctree}', ':hidden:', ''] + hidden + ['```', '']
     write_if_changed(SRC/'papers/index.md', '\n'.join(lines)); wanted.add('papers/index.md')
     write_if_changed(SRC/'results.md', results_overview(pages)); wanted.add('results.md')
-    home = (DOCS/'index.md').read_text(encoding='utf-8')
-    for tag, args in (('{{CLI_HELP}}', ('reproduce', '--help')), ('{{STATUS_HELP}}', ('status', '--help'))):
-        if tag not in home: continue
-        txt = cli_help(*args)
-        home = home.replace(tag, ('```text\n' + txt.rstrip() + '\n```') if txt else '*(the `compatrepro` command is missing)*')
-    write_if_changed(SRC/'index.md', home); wanted.add('index.md')
-    write_if_changed(SRC/'paper_scale.md', (DOCS/'paper_scale.md').read_text(encoding='utf-8')
-                     .replace('{{DATA_LAYOUTS}}', data_layouts())); wanted.add('paper_scale.md')
-    for name in PAGES:
-        if (DOCS/name).exists(): write_if_changed(SRC/name, (DOCS/name).read_text(encoding='utf-8')); wanted.add(name)
+    # hand-written pages: every docs/*.md, with the real command-line help and data layouts filled in
+    fills = {'{{CLI_HELP}}': lambda: _help_block('reproduce', '--help'), '{{STATUS_HELP}}': lambda: _help_block('status', '--help'),
+             '{{DATA_LAYOUTS}}': data_layouts}
+    for f in sorted(DOCS.glob('*.md')):
+        text = f.read_text(encoding='utf-8')
+        for tag, fill in fills.items():
+            if tag in text: text = text.replace(tag, fill())
+        write_if_changed(SRC/f.name, text); wanted.add(f.name)
     if (DOCS/'_static').exists():
         for f in (DOCS/'_static').rglob('*'):
             if f.is_file():
