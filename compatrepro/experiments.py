@@ -109,7 +109,7 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
     return out
 
 def transform_features(features: dict, specs: dict, params: ExperimentParams, which=('FCT', 'FastFill'), **overrides) -> torch.Tensor|None:
-    "Add `h(old) FCT` and/or `h(old) FastFill` to `features` (transformations trained and cached if missing); FastFill's $\log\sigma^2$."
+    r"Add `h(old) FCT` and/or `h(old) FastFill` to `features` (transformations trained and cached if missing); FastFill's $\log\sigma^2$."
     objective = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert'}
     log_sigma2 = None
     for name in which:
