@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np, torch
 from PIL import Image
 
-from compatrepro.core import ArtifactCache, get_device
+from compatrepro.core import RunContext, get_device
 from compatrepro.data import get_split
+from compatrepro.pipeline import get_backbone
 from compatrepro import train as T
 
 
@@ -62,7 +63,8 @@ def main():
     try:
         if rank == 0: fake_imagenet(tmp/'data', a.classes, a.per_class); done.touch()
         while not done.exists(): time.sleep(0.5)   # the other ranks wait for rank 0's tree
-        root, cache = str(tmp/'data'), ArtifactCache(tmp/'cache')
+        root = str(tmp/'data')
+        ctx = RunContext(cache=tmp/'cache', device=a.device, data_root=root, workers=a.workers, progress=rank == 0)
         small = dict(arch=a.arch, batch_size=a.batch, epochs=2, warmup_epochs=0)
         spec = T.backbone_spec('imagenet-1k', 'paper', seed=0, **small)
         if a.compat != 'none':   # the old model trains first, on the small tree as it is (not timed)
@@ -73,8 +75,8 @@ def main():
             raise SystemExit(f"--compat bct synthesizes classifier rows from every class's images, so the {a.steps} steps of "
                              f"{a.batch} must cover the tree's {len(pool)} images: raise --steps or lower --per-class")
         ds = Repeated(pool, a.steps*a.batch)
-        art = T.train_backbone(spec, cache, device=a.device, data_root=root, num_workers=a.workers, dataset=ds,
-                               show_progress=rank == 0)
+        old = get_backbone(spec.compat.old, ctx=ctx) if spec.compat is not None else None   # trained here, not timed
+        art = T.train_backbone(spec, ds, old, device=a.device, num_workers=a.workers, show_progress=rank == 0)
     finally:
         if torch.distributed.is_initialized(): torch.distributed.barrier()
         if rank == 0: shutil.rmtree(tmp, ignore_errors=True)

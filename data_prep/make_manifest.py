@@ -9,9 +9,10 @@ The folder layouts are in data_prep/README.md.
 import argparse, sys
 from pathlib import Path
 
+from compatrepro.manifests import FAMILY_DIRS, MANIFEST_NAME, build_manifest, write_manifest
+
 
 def main(argv=None):
-    from compatrepro.data import FAMILY_DIRS, MANIFEST_NAME, build_manifest, write_manifest
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('dataset', choices=sorted(FAMILY_DIRS), help='which dataset the folder holds')
     ap.add_argument('folder', help='the dataset folder (get_split expects it at <data_root>/<dataset>)')
