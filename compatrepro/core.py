@@ -18,7 +18,7 @@ from filelock import FileLock, Timeout
 __all__ = ['SCALES', 'STANDIN_SCALES', 'EXPERIMENT_RE', 'PAPER_DECADES', 'logger', 'KEY_NEW_FIELD', 'RECORD_COLUMNS',
            'check_scale', 'ExperimentParams', 'default_out_dir', 'is_experiment_notebook', 'is_claims_notebook',
            'paper_of_notebook', 'seed_everything', 'get_device', 'set_threads', 'atomic_path', 'atomic_write_text',
-           'current_stages', 'stage', 'progress', 'spec_key', 'default_cache_dir', 'register_version',
+           'current_stages', 'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir', 'register_version',
            'registered_versions', 'content_version', 'ArtifactCache', 'RunContext', 'current_context', 'set_context',
            'using_context', 'make_record', 'write_records', 'read_records']
 
@@ -233,6 +233,10 @@ def spec_key(kind: str, spec: dict) -> str:
     "The content address of an artifact: sha256 of the canonical JSON of `kind` and `spec` (first 16 hex digits)."
     blob = json.dumps({'kind': kind, 'spec': _canon(spec)}, sort_keys=True, separators=(',', ':'))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+def seeded_rng(seed: int, *tags) -> np.random.Generator:
+    "A NumPy generator fixed by `seed` and the `tags` naming its use (two uses of one seed draw independently)."
+    return np.random.default_rng(int(spec_key('split-rng', dict(seed=int(seed), tags=list(tags))), 16) % 2**63)
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get('COMPATREPRO_CACHE', Path.home()/'.cache'/'compatrepro'))

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch.utils.data import Dataset
 
-from .core import ArtifactCache, STANDIN_SCALES, check_scale, register_version, spec_key
+from .core import ArtifactCache, STANDIN_SCALES, check_scale, register_version, seeded_rng, spec_key
 from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, standin_config
 from .manifests import ManifestDataset, load_manifest
 
@@ -25,8 +25,7 @@ def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
     "`k_paper` of `n_paper` items in the paper -> the same count if `n_here == n_paper`, else the same fraction of `n_here` (at least 1)."
     return int(k_paper) if n_here == n_paper else max(1, min(n_here, round(n_here*k_paper/n_paper)))
 
-def _rng(seed, *tags) -> np.random.Generator:
-    return np.random.default_rng(int(spec_key('split-rng', dict(seed=int(seed), tags=list(tags))), 16) % 2**63)
+_rng = seeded_rng   # the split selectors' generators (defined in core: the manifests draw VGGFace2's test sample too)
 
 def _per_class_fraction(df: pd.DataFrame, frac: float, seed, tag) -> np.ndarray:
     "Boolean mask choosing round(frac*n_c) (at least 1) random rows of each class `c` of `df` (fixed by `seed`)."

@@ -14,7 +14,7 @@ import re
 import torch
 from torch.utils.data import Dataset
 
-from .core import atomic_path, progress
+from .core import atomic_path, progress, seeded_rng
 
 # %% auto #0
 __all__ = ['FAMILY_DIRS', 'MANIFEST_NAME', 'IMAGE_EXTS', 'IMAGENET_MEAN', 'IMAGENET_STD', 'FACE_FAMILIES', 'build_manifest',
@@ -113,7 +113,7 @@ def _m_vggface2(root: Path) -> pd.DataFrame:
     df['group'] = df.class_name.map(lambda c: {'m': 0, 'f': 1}.get(gender.get(c), -1))
     # FastFill A.1: "a random but fixed subsample of 50 images per class in the test set"
     t = df.split == 'test'
-    rank = pd.Series(_rng(0, 'vggface2-test50').permutation(int(t.sum()))).groupby(df.label[t].to_numpy()).rank().to_numpy()
+    rank = pd.Series(seeded_rng(0, 'vggface2-test50').permutation(int(t.sum()))).groupby(df.label[t].to_numpy()).rank().to_numpy()
     df.loc[t, 'split'] = np.where(rank <= 50, 'test', 'test_unused')
     return df
 
