@@ -539,10 +539,11 @@ def execute_library(lib: list[Path], flags: list[str], jobs: int, timeout: int, 
         skipped = prepare(p, PREP/p.name, flags)
         todo.append((p, R.NotebookJob(PREP/p.name, EXEC/'run'/p.name, {}, name=p.stem, cwd=NBS, timeout=timeout),
                      dict(key=key, skipped=skipped)))
-    if not todo: return metas
+    if not todo:
+        _write_summary(lib, metas, {}); return metas
     log(f'executing {len(todo)} library notebook(s) with papermill, {jobs} at a time: ' + ', '.join(p.stem for p, _, _ in todo))
     R.run_notebooks([j for _, j, _ in todo], n_jobs=jobs, show=True)
-    errors = []
+    errors, failed = [], {}
     for p, job, m in todo:
         if job.ok:
             shutil.copyfile(job.out, EXEC/p.name)
@@ -553,11 +554,28 @@ def execute_library(lib: list[Path], flags: list[str], jobs: int, timeout: int, 
             tb = traceback_of(job.out) or job.error
             errors.append(f'{p.name} failed (executed copy: {job.out.relative_to(ROOT)}, log: '
                           f'{job.out.with_suffix(".log").relative_to(ROOT)}):\n{tb}')
+            failed[p.stem] = errors[-1]
+    _write_summary(lib, metas, failed)
     if errors:
         msg = '\n\n'.join(errors)
         if strict: raise SystemExit(f'[docs] build failed: {len(errors)} library notebook(s) failed\n\n{msg}')
         log(f'warning: {len(errors)} notebook(s) failed and are left out:\n{msg}')
     return metas
+
+def _write_summary(lib, metas, failed):
+    "exec/summary.json: for each library notebook, whether its executed copy is there (ok) or why not (the tests read it)."
+    summary = {p.stem: (dict(ok=True, seconds=metas[p.stem].get('seconds')) if p.stem in metas
+                        else dict(ok=False, error=failed.get(p.stem, 'not executed'))) for p in lib}
+    (EXEC/'summary.json').write_text(json.dumps(summary, indent=1))
+
+def execute_only(jobs: int = 2, timeout: int = 900, force: bool = False) -> dict:
+    """Prepare and execute every library notebook into the build's execution cache, without stopping at a failure, and
+    return exec/summary.json. The tests run this, so that building the site afterwards executes nothing again."""
+    flags = skip_flags(settings(), _has_gpu())
+    for d in (PREP, EXEC): d.mkdir(parents=True, exist_ok=True)
+    lib = [p for p in notebooks() if not is_experiment_notebook(p) and default_exp(p) is not None]
+    execute_library(lib, flags, jobs, timeout, force, strict=False)
+    return json.loads((EXEC/'summary.json').read_text())
 
 def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool = True) -> Path:
     "Build the site into docs/_site; return the path of its index.html."
@@ -672,7 +690,13 @@ def main(argv=None):
     ap.add_argument('--timeout', type=int, default=900, help='seconds one notebook may take')
     ap.add_argument('--force', action='store_true', help='forget the execution cache and rebuild everything')
     ap.add_argument('--keep-going', action='store_true', help='leave out a library notebook that fails instead of stopping')
+    ap.add_argument('--execute-only', action='store_true', help='only execute the library notebooks into the cache (and write exec/summary.json)')
     a = ap.parse_args(argv)
+    if a.execute_only:
+        summary = execute_only(a.jobs, a.timeout, a.force)
+        bad = [k for k, v in summary.items() if not v['ok']]
+        log(f'{len(summary) - len(bad)} of {len(summary)} library notebook(s) executed' + (f'; failed: {", ".join(bad)}' if bad else ''))
+        return 1 if bad else 0
     build(jobs=a.jobs, timeout=a.timeout, force=a.force, strict=not a.keep_going)
     return 0
 

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from compatrepro.runs import (NotebookJob, check_results, experiment_notebooks, library_notebooks, reproduce,
-                              run_notebooks, run_state)
+from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, reproduce,
+                              run_state)
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'
@@ -36,19 +36,24 @@ def test_every_notebook_is_a_test():
 # ---- library notebooks ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope='module')
-def library_runs(tmp_path_factory):
-    "Every library notebook, run once by `run_notebooks` (two at a time, working folder nbs/), by notebook name."
-    out = tmp_path_factory.mktemp('library')
-    jobs = [NotebookJob(NBS/nb, out/nb, cwd=NBS, timeout=1800) for nb in LIBRARY]
-    run_notebooks(jobs, n_jobs=2, show=True)
-    return {j.nb.name: j for j in jobs}
+def library_runs():
+    """Every library notebook, run once through `run_notebooks` by the docs build's execution step (`python docs/build.py
+    --execute-only`: each notebook with nbdev's show_doc cells added, two at a time, working folder nbs/). The executed
+    copies land in the build's cache, so building the site (tests/test_docs_site.py) executes nothing again."""
+    r = subprocess.run([sys.executable, 'docs/build.py', '--execute-only', '--jobs', '2', '--timeout', '1800'], cwd=ROOT,
+                       capture_output=True, text=True)
+    print(r.stdout[-3000:])
+    summary = ROOT/'docs'/'_build'/'exec'/'summary.json'
+    assert summary.exists(), f'docs/build.py --execute-only wrote no summary:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}'
+    return json.loads(summary.read_text())
 
 
 @pytest.mark.parametrize('nb', LIBRARY)
 def test_library_notebook(nb, library_runs):
-    job = library_runs[nb]
-    print(f'{nb}: {job.seconds:.0f} s')
-    assert job.ok, f'{nb} failed (executed notebook and log: {job.out}, {job.out.with_suffix(".log")}):\n{job.error}'
+    run = library_runs.get(Path(nb).stem)
+    assert run is not None, f'{nb} was not executed (does it lack a #| default_exp cell?)'
+    print(f"{nb}: {run.get('seconds')} s")
+    assert run['ok'], f"{nb} failed:\n{run['error']}"
 
 
 # ---- experiment notebooks, at smoke scale --------------------------------------------------------------------------
