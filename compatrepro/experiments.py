@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
-from .core import ExperimentParams, RunContext, paper_of_notebook, set_context
+from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, stage
 from .data import get_split
 from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
 from .pipeline import get_features, get_transformation
@@ -160,8 +160,9 @@ def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5',
     for name, s in setups.items():
         if not isinstance(s, UpdateSetup): raise TypeError(f"setup {name!r} is a {type(s).__name__}, not an UpdateSetup")
         args = (s.query, s.gallery_old, s.gallery_new, labels, gl, s.order)
-        curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery)
-        if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery)
+        with stage(f'backfilling curves of {name} ({len(s.order)} gallery items)'):
+            curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery)
+            if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery)
     return curves, step
 
 def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', 'mAP'), suffix: str = '') -> None:
