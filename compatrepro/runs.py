@@ -22,7 +22,7 @@ from .report import file_digest, notebook_code_hash, write_summary
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'norm_item', 'paper_items',
-           'status_table', 'check_results', 'reproduce']
+           'status_table', 'check_results', 'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -311,6 +311,15 @@ def _expected_seconds(res_dir: Path, stem: str, seed: int) -> float:
     try: return float(json.loads(p.read_text()).get('duration') or 0)
     except (OSError, ValueError): return 0.
 
+def runs_to_do(notebooks: list, seeds, is_current) -> list[tuple]:
+    """The (notebook, seed) runs that must run: those for which `is_current(notebook, seed)` is False, and every seed of
+    a claims notebook whose paper has one of them (it reads all of that paper's records)."""
+    todo = [(nb, s) for nb in notebooks for s in seeds if not is_current(nb, s)]
+    changing = {paper_of_notebook(nb) for nb, _ in todo if not is_claims_notebook(nb)}
+    todo += [(nb, s) for nb in notebooks if is_claims_notebook(nb) and paper_of_notebook(nb) in changing
+             for s in seeds if (nb, s) not in todo]
+    return todo
+
 def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only: list[str]|None = None,
               device: str = 'auto', out: str|Path = 'results', nbs: str|Path|None = None, force: bool = False,
               extra: dict|None = None, jobs: int|None = None, threads: int|None = None, show: bool = True) -> dict:
@@ -320,16 +329,15 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     nbs_dir, out = find_nbs_dir(nbs), Path(out).resolve()
     res_dir = out/scale
     notebooks = experiment_notebooks(nbs_dir, only)
-    todo, status = [], {}
-    for nb in notebooks:
-        for seed in seeds:
-            params = dict(seed=int(seed), scale=scale, data_root=data_root, device=device, out_dir=str(out), **(extra or {}))
-            prov = res_dir/'runs'/f'{nb.stem}.seed{seed}.json'
-            if (not force and not extra and prov.exists() and json.loads(prov.read_text()).get('finished')
-                    and run_state(res_dir, nb.stem, seed, nbs_dir)[0] == 'current'):
-                status[(nb.stem, seed)] = None; continue
-            todo.append(NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb', params, name=f'{nb.stem} seed {seed}',
-                                    cwd=nbs_dir))
+    def current(nb, seed):
+        prov = res_dir/'runs'/f'{nb.stem}.seed{seed}.json'
+        return (not force and not extra and prov.exists() and json.loads(prov.read_text()).get('finished')
+                and run_state(res_dir, nb.stem, seed, nbs_dir)[0] == 'current')
+    runs = runs_to_do(notebooks, seeds, current)
+    status = {(nb.stem, s): None for nb in notebooks for s in seeds if (nb, s) not in runs}
+    todo = [NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb',
+                        dict(seed=int(seed), scale=scale, data_root=data_root, device=device, out_dir=str(out), **(extra or {})),
+                        name=f'{nb.stem} seed {seed}', cwd=nbs_dir) for nb, seed in runs]
     if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
