@@ -217,13 +217,14 @@ class RecordBook:
         self.provenance_path = self.dir/'runs'/f'{notebook}.seed{params.seed}.json'
         src = find_notebook(notebook)
         self.code_hash = notebook_code_hash(src) if src is not None else None
-        self.started, self.inputs = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), {}
+        self.started, self.inputs, self.figures = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), {}, {}
 
     def provenance(self) -> dict:
         "What produced this run (see above)."
         ctx = current_context()
         return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale, code_hash=self.code_hash,
                     versions=dict(sorted((ctx.used | {'eval': EVAL_VERSION}).items())), inputs=dict(sorted(self.inputs.items())),
+                    paper=self.paper, figures=dict(sorted(self.figures.items())),
                     params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root')},
                     started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), **machine_info(ctx))
 
@@ -275,10 +276,11 @@ class RecordBook:
         return claims, recs[recs.paper == paper]
 
     def save_figure(self, fig, item: str) -> Path:
-        "Save `fig` as `figures/<notebook>_<item>.seed<k>.png` (atomically)."
+        "Save `fig` as `figures/<notebook>_<item>.seed<k>.png` (atomically) and name it in the run's provenance."
         name = f"{self.notebook}_{re.sub(r'[^a-z0-9]+', '_', item.lower()).strip('_')}.seed{self.params.seed}.png"
         p = self.dir/'figures'/name
         with atomic_path(p) as tmp: fig.savefig(tmp, format='png', dpi=110, bbox_inches='tight')
+        self.figures[item] = name; self._save()
         return p
 
     def summary(self) -> pd.DataFrame:

@@ -266,7 +266,12 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
     produced = {}       # (paper, item) -> {(notebook, seed)}
     for r in runs.itertuples():
         df = pd.read_csv(r.file, usecols=['paper', 'item'])
-        for paper, item in set(zip(df.paper, df.item.map(norm_item))): produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
+        items = set(zip(df.paper, df.item.map(norm_item)))
+        prov = res/'runs'/f'{r.notebook}.seed{r.seed}.json'     # figures that show an item no record names
+        if prov.exists():
+            p = json.loads(prov.read_text())
+            items |= {(p['paper'], norm_item(i)) for i in p.get('figures', {}) if 'paper' in p}
+        for paper, item in items: produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
     def row(paper, item, kind, caption):
         who = produced.pop((paper, item), set())
         if kind != 'result' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption)
