@@ -132,3 +132,26 @@ def test_committed_results_are_current():
     "Every experiment notebook has 3 current seeds of tiny results committed, and no committed run is stale."
     problems = check_results('tiny', ROOT/'results', NBS)
     assert not problems, f'{len(problems)} problem(s) with the committed tiny results:\n' + '\n'.join(problems)
+
+
+def test_editing_a_notebook_makes_only_its_items_stale(tmp_path):
+    """On a copy of the committed tiny results and the notebooks: one edited code cell of 21 makes `status --check`
+    fail for 21's runs and the status matrix call exactly the items 21 produces stale, nothing else."""
+    import nbformat
+    from compatrepro.runs import status_table
+    shutil.copytree(NBS, tmp_path/'nbs'); shutil.copytree(ROOT/'docs', tmp_path/'docs')
+    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp_path/'results'/'tiny'/d)
+    args = ('tiny', tmp_path/'results', tmp_path/'nbs')
+    assert check_results(*args) == []
+    before = status_table(*args)
+    f = tmp_path/'nbs'/'21_fastfill_ablation.ipynb'
+    nb = nbformat.read(str(f), as_version=4)
+    next(c for c in nb.cells if c.cell_type == 'code' and 'parameters' not in c.metadata.get('tags', [])).source += '\n# an edit'
+    nbformat.write(nb, str(f))
+    problems = check_results(*args)
+    assert problems and all(p.startswith('21_fastfill_ablation') for p in problems), problems
+    after = status_table(*args)
+    stale = set(after[after.status == 'stale'].item)
+    of_21 = set(before[before.notebooks.str.split().map(lambda n: '21_fastfill_ablation' in n)].item)
+    assert stale and stale == of_21, (stale, of_21)
+    assert set(before[before.status == 'stale'].item) == set()
