@@ -25,10 +25,10 @@ from .features import extract_features
 
 # %% auto #0
 __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE', 'STANDIN_RECIPES',
-           'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'STANDIN_TRANSFORMATION_RECIPES',
+           'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'STANDIN_TRANSFORMATION_RECIPES',
            'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION', 'BackboneSpec', 'CompatSpec', 'backbone_spec', 'ract_recipe',
-           'lr_factor', 'ract_compat', 'CompatTerm', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
-           'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
+           'lr_factor', 'ract_compat', 'CompatTerm', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
+           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
            'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
            'train_transformation', 'apply_transformation']
 
@@ -66,6 +66,7 @@ class BackboneSpec:
     compat: CompatSpec|None = None       # compatibility term with a frozen old model (None: plain training)
     objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
     simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
+    init: str = field(default='seed', metadata=KEY_NEW_FIELD)  # initial weights: 'seed' (from `seed` alone) or 'spec' (see `init_seed`)
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -73,6 +74,7 @@ class BackboneSpec:
         if self.schedule not in ('cosine', 'step'): raise ValueError(f"schedule={self.schedule!r}: use 'cosine' or 'step'")
         if self.head not in L.HEADS: raise ValueError(f"head={self.head!r} is not one of {L.HEADS}")
         if self.objective not in ('supervised', 'simclr'): raise ValueError(f"objective={self.objective!r}: use 'supervised' or 'simclr'")
+        if self.init not in ('seed', 'spec'): raise ValueError(f"init={self.init!r}: use 'seed' or 'spec' (see compatrepro.train.init_seed)")
         if self.objective == 'simclr' and (self.compat is not None or not self.augment):
             raise ValueError("objective='simclr' needs augment=True (its two views) and no compat term")
         if self.epochs < 1 or self.batch_size < 1: raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
@@ -334,6 +336,28 @@ def _load_ckpt(path):
         return None
 
 # %% ../nbs/07_train.ipynb #7455f4cf
+INIT_FIELDS = ('split', 'scale', 'seed', 'data_seed', 'arch', 'emb_dim', 'head', 'head_scale', 'head_margin',
+               'normalize', 'compat', 'objective')
+
+def init_seed(spec: BackboneSpec) -> int:
+    "The seed of `spec`'s initial weights: `spec.seed` when `spec.init == 'seed'`, else a hash of its `INIT_FIELDS`."
+    if spec.init == 'seed': return spec.seed
+    return int(spec_key('backbone-init', {k: getattr(spec, k) for k in INIT_FIELDS}), 16) % 2**63
+
+def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
+    """The untrained `EmbeddingModel` of `spec` for the classes of `ds`. `init='spec'`: drawn from `init_seed(spec)`,
+    leaving the global generator as it was; `init='seed'`: drawn from the global generator, which the trainer has
+    just seeded with `spec.seed` (exactly what it always did, so the committed runs' models are unchanged)."""
+    image_size = getattr(ds, 'image_size', None)
+    image_size = image_size[0] if isinstance(image_size, (tuple, list)) else image_size
+    build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
+                                   spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None)
+    if spec.init == 'seed': return build()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(init_seed(spec))
+        return build()
+
+# %% ../nbs/07_train.ipynb #d4bddd8e
 COMPAT_VERSIONS = {'bct-syn': 2}   # bump one method's version when only that term changes: the others stay cached
 
 def _compat_version(spec: BackboneSpec) -> int|None:
@@ -391,12 +415,7 @@ def train_backbone(spec: BackboneSpec, train_set, old: EmbeddingModel|None = Non
 def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, show_progress):
     rank, world, device = dist_setup(device)
     seed_everything(spec.seed)
-    image_size = getattr(ds, 'image_size', None)
-    image_size = image_size[0] if isinstance(image_size, (tuple, list)) else image_size
-    model = EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
-                           spec.head_margin, spec.normalize, spec.scale,
-                           image_size if spec.arch.startswith('vit') else None)
-    model = to_device(model, device)
+    model = to_device(initial_model(spec, ds), device)
     simclr = spec.objective == 'simclr'
     if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
         ds = copy.copy(ds); ds.transform = simclr_transform(image_size)
