@@ -14,7 +14,7 @@ from .data import get_split
 from .models import load_model, load_transformation
 from .features import extract_features
 from .train import (BackboneSpec, TransformationSpec, backbone_key, train_backbone, train_transformation,
-                               transformation_key)
+                               train_transformation_same_view, transformation_key)
 
 # %% auto #0
 __all__ = ['backbone_versions', 'transformation_versions', 'cached_backbone', 'get_backbone', 'features_key', 'get_features',
@@ -95,14 +95,22 @@ def cached_transformation(spec: TransformationSpec, ctx: RunContext|None = None)
     key = transformation_key(spec)
     def make():
         split = spec.split or spec.new.split
-        fo, fn = (get_features(b, split, 'train', ctx=ctx) for b in (spec.old, spec.new))   # one view per image
+        what = f'the {spec.objective} transformation {spec.old.split} -> {spec.new.split} ({spec.new.scale}, seed {spec.seed})'
+        ckpt = ctx.cache.checkpoint_path('transformation', key)
+        if spec.new.scale not in STANDIN_SCALES:   # augmented training images: both models on the same view, every step
+            old, new = get_backbone(spec.old, ctx=ctx), get_backbone(spec.new, ctx=ctx)
+            side = get_backbone(spec.side_info, ctx=ctx) if spec.side_info is not None else None
+            ds = get_split(split, 'train', spec.new.scale, ctx.data_root, seed=spec.new.data_seed)
+            with stage(f'training {what} on the same view of each image'):
+                return train_transformation_same_view(spec, old, new, ds, side, checkpoint=ckpt, device=ctx.device,
+                                                      num_workers=ctx.workers, show_progress=ctx.progress)
+        fo, fn = (get_features(b, split, 'train', ctx=ctx) for b in (spec.old, spec.new))   # the un-augmented view
         if not torch.equal(fo['labels'], fn['labels']): raise RuntimeError("old and new features are not of the same images")
         side = get_features(spec.side_info, split, 'train', ctx=ctx)['features'] if spec.side_info is not None else None
         head = get_backbone(spec.new, ctx=ctx).head
-        with stage(f'training the {spec.objective} transformation {spec.old.split} -> {spec.new.split} ({spec.new.scale}, seed {spec.seed})'):
-            return train_transformation(spec, fo['features'], fn['features'], fo['labels'], head, side,
-                                        checkpoint=ctx.cache.checkpoint_path('transformation', key), device=ctx.device,
-                                        show_progress=ctx.progress)
+        with stage(f'training {what}'):
+            return train_transformation(spec, fo['features'], fn['features'], fo['labels'], head, side, checkpoint=ckpt,
+                                        device=ctx.device, show_progress=ctx.progress)
     art = ctx.cache.get_or_make('transformation', key, make, what=f'{spec.objective} transformation')
     ctx.note(transformation_versions(spec))
     return art

@@ -30,7 +30,7 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH
            'lr_factor', 'ract_compat', 'CompatTerm', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
            'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
            'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
-           'train_transformation', 'apply_transformation']
+           'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
 CODE_VERSION = 2   # bump when a change to the trainers changes what they produce: it is part of every cache key
@@ -344,12 +344,15 @@ def init_seed(spec: BackboneSpec) -> int:
     if spec.init == 'seed': return spec.seed
     return int(spec_key('backbone-init', {k: getattr(spec, k) for k in INIT_FIELDS}), 16) % 2**63
 
+def _image_size(ds) -> int|None:
+    size = getattr(ds, 'image_size', None)
+    return size[0] if isinstance(size, (tuple, list)) else size
+
 def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
     """The untrained `EmbeddingModel` of `spec` for the classes of `ds`. `init='spec'`: drawn from `init_seed(spec)`,
     leaving the global generator as it was; `init='seed'`: drawn from the global generator, which the trainer has
     just seeded with `spec.seed` (exactly what it always did, so the committed runs' models are unchanged)."""
-    image_size = getattr(ds, 'image_size', None)
-    image_size = image_size[0] if isinstance(image_size, (tuple, list)) else image_size
+    image_size = _image_size(ds)
     build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
                                    spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None)
     if spec.init == 'seed': return build()
@@ -418,7 +421,7 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     model = to_device(initial_model(spec, ds), device)
     simclr = spec.objective == 'simclr'
     if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
-        ds = copy.copy(ds); ds.transform = simclr_transform(image_size)
+        ds = copy.copy(ds); ds.transform = simclr_transform(_image_size(ds))
     proj = to_device(simclr_projection(spec.emb_dim), device) if simclr else None
     net = _Net(model, proj)
     if world > 1 or torch.distributed.is_initialized():   # SimCLR never uses the classifier head
@@ -515,6 +518,8 @@ class TransformationSpec:
     freeze_bn_epoch: float|None = 40     # BatchNorm frozen (eval mode) from this epoch on; None: never
     psi_grad_to_h: bool = field(default=True, metadata=KEY_NEW_FIELD)   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
                                          # backbone); False: psi reads h with the gradient stopped (an ablation)
+    lr_steps_per: str = field(default='iteration', metadata=KEY_NEW_FIELD)  # the cosine schedule moves every 'iteration', or
+                                         # every 'epoch' as FCT's code (`utils/schedulers.py` of apple/ml-fct) does
 
     def __post_init__(self):
         for k in ('old', 'new', 'side_info'):
@@ -523,6 +528,7 @@ class TransformationSpec:
             raise ValueError(f"objective {self.objective!r} is unknown; use one of {FASTFILL_OBJECTIVES + RM_OBJECTIVES}")
         if self.old.scale != self.new.scale: raise ValueError("old and new backbones must be of the same scale")
         if self.epochs < 1 or self.batch_size < 2: raise ValueError("epochs must be >= 1 and batch_size >= 2 (BatchNorm)")
+        if self.lr_steps_per not in ('iteration', 'epoch'): raise ValueError(f"lr_steps_per={self.lr_steps_per!r}: use 'iteration' or 'epoch'")
 
     @property
     def kind(self) -> str: return 'rm' if self.objective in RM_OBJECTIVES else 'fct'
@@ -546,11 +552,13 @@ def transformation_key(spec: TransformationSpec) -> dict:
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
+    if spec.new.scale not in STANDIN_SCALES: key['view'] = 'same'   # paper scale trains on one view per step (see the trainer)
     return key
 
 # what `compatrepro status` compares (`00_core`): the trainer's code, each method's version, each scale's recipe
 OBJECTIVE_VERSIONS = {}   # bump an objective's version when only its loss changes (it is then part of its key too)
-PAPER_RECIPE_VERSION = 1  # bump when a paper-scale default of `backbone_spec` or `transformation_spec` changes
+PAPER_RECIPE_VERSION = 2  # bump when a paper-scale default of `backbone_spec` or `transformation_spec` changes
+                          # 2: the transformation trains on one augmented view per step through both models
 register_version('trainer', CODE_VERSION)
 for _m in COMPAT_METHODS: register_version(f'compat:{_m}', COMPAT_VERSIONS.get(_m, 1))
 for _o in FASTFILL_OBJECTIVES + RM_OBJECTIVES: register_version(f'objective:{_o}', OBJECTIVE_VERSIONS.get(_o, 1))
@@ -606,39 +614,79 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
         raise ValueError("pass side features exactly when the spec has side_info (FCT's h reads both)")
     for name, t in (('phi_old', phi_old), ('phi_new', phi_new)) + ((('side', side),) if side is not None else ()):
         if not torch.isfinite(t).all(): raise ValueError(f"{name} holds NaN or infinite values: the features are broken; re-extract them")
-    t0 = time.time()
-    art = _fit_transformation(spec, phi_old, phi_new, labels, new_head, side, checkpoint, get_device(device), stop_after, show_progress)
-    art['train_seconds'] = time.time() - t0
-    return art
-
-def _fit_transformation(spec, phi_old, phi_new, labels, new_head, side, ckpt_path, device, stop_after, show_progress):
-    if new_head is not None: new_head = copy.deepcopy(new_head).to(device).requires_grad_(False)
-    seed_everything(spec.seed)
-    d_old, d_new = phi_old.shape[1], phi_new.shape[1]
-    if spec.kind == 'fct':
-        net = make_transformation('fct', old_dim=d_old, new_dim=d_new, side_dim=None if side is None else side.shape[1],
-                                  inner_dim=spec.inner_dim, uncertainty='uncert' in spec.objective)
-    else:
-        net = make_transformation('rm', new_dim=d_new, old_dim=d_old, psi_blocks=spec.psi_blocks, rho_blocks=spec.rho_blocks,
-                                  hidden=spec.hidden)
-    net = net.to(device)
+    device = get_device(device)
     Xo, Xn, Y = phi_old.to(device), phi_new.to(device), labels.to(device)
     S = side.to(device) if side is not None else None
     n = len(Y); steps = n//spec.batch_size
     if steps == 0: raise ValueError(f"{n} training features are fewer than one batch of {spec.batch_size}")
+    def batches(epoch):
+        perm = torch.randperm(n, generator=_epoch_generator(spec.seed, epoch)).to(device)
+        for i in range(steps):
+            idx = perm[i*spec.batch_size:(i+1)*spec.batch_size]
+            yield Xo[idx], Xn[idx], Y[idx], None if S is None else S[idx]
+    dims = (phi_old.shape[1], phi_new.shape[1], None if side is None else side.shape[1])
+    t0 = time.time()
+    art = _fit_transformation(spec, dims, steps, batches, new_head, checkpoint, device, stop_after, show_progress)
+    art['train_seconds'] = time.time() - t0
+    return art
+
+def same_view_batches(old: nn.Module, new: nn.Module, train_set, batch_size: int, epoch: int, seed: int, device,
+                      side: nn.Module|None = None, num_workers: int|None = None):
+    r"""Yield $(\phi_{old}(x), \phi_{new}(x), y, \phi_{side}(x)$ or None$)$ for the batches of epoch `epoch`: one
+    augmented view $x$ of each image, drawn afresh every epoch, through the frozen models (eval mode, no gradient), so
+    that $h(\phi_{old}(x))$ is pulled towards $\phi_{new}$ of the *same* view (as FCT's code trains)."""
+    device = torch.device(device)
+    models = [m.to(device).eval() for m in (old, new) + ((side,) if side is not None else ())]
+    for x, y in iter_batches(train_set, batch_size, epoch, seed, device, num_workers=num_workers, train=True):
+        with torch.no_grad(), autocast(device):
+            f = [m(x).float() for m in models]
+        yield f[0], f[1], y, (f[2] if side is not None else None)
+
+def train_transformation_same_view(spec: TransformationSpec, old: nn.Module, new: nn.Module, train_set,
+                                   side: nn.Module|None = None, *, checkpoint: str|Path|None = None, device: str = 'auto',
+                                   num_workers: int|None = None, stop_after: int|None = None, show_progress: bool = True) -> dict:
+    r"""Train the transformation of `spec` as FCT's code does (`trainers/transformation_trainer.py` of apple/ml-fct):
+    every step, the frozen old and new models (and the side-information model) see one and the same augmented view
+    of each image of the batch (`same_view_batches`), fresh every epoch. `train_set`: the training split with its
+    augmentation; the new model's head gives $\kappa_{new}$. Costs two (three) forward passes a step."""
+    if (spec.side_info is None) != (side is None):
+        raise ValueError("pass the side-information model exactly when the spec has side_info (FCT's h reads both)")
+    device = get_device(device)
+    steps = len(train_set)//spec.batch_size
+    if steps == 0: raise ValueError(f"the training set has {len(train_set)} images, fewer than one batch of {spec.batch_size}")
+    batches = lambda epoch: same_view_batches(old, new, train_set, spec.batch_size, epoch, spec.seed, device, side, num_workers)
+    dims = (old.emb_dim, new.emb_dim, None if side is None else side.emb_dim)
+    t0 = time.time()
+    art = _fit_transformation(spec, dims, steps, batches, new.head, checkpoint, device, stop_after, show_progress)
+    art['train_seconds'] = time.time() - t0
+    return art
+
+def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device, stop_after, show_progress):
+    "The loop of both trainers: `batches(epoch)` yields `steps` tuples (phi_old, phi_new, labels, side or None)."
+    if new_head is not None: new_head = copy.deepcopy(new_head).to(device).requires_grad_(False)
+    seed_everything(spec.seed)
+    d_old, d_new, d_side = dims
+    if spec.kind == 'fct':
+        net = make_transformation('fct', old_dim=d_old, new_dim=d_new, side_dim=d_side, inner_dim=spec.inner_dim,
+                                  uncertainty='uncert' in spec.objective)
+    else:
+        net = make_transformation('rm', new_dim=d_new, old_dim=d_old, psi_blocks=spec.psi_blocks, rho_blocks=spec.rho_blocks,
+                                  hidden=spec.hidden)
+    net = net.to(device)
     opt = (torch.optim.Adam if spec.optimizer == 'adam' else torch.optim.SGD)(net.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, spec.epochs, 'cosine', spec.warmup_epochs))
+    if spec.lr_steps_per == 'epoch':   # FCT's code: lr*(e+1)/warmup, then cosine over the epoch index e
+        factor = lambda s: lr_factor(s//steps, 1, spec.epochs, 'cosine', spec.warmup_epochs)
+    else: factor = lambda s: lr_factor(s, steps, spec.epochs, 'cosine', spec.warmup_epochs)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     start, history = 0, []
     if (ck := _load_ckpt(ckpt_path)) is not None:
         net.load_state_dict(ck['model']); opt.load_state_dict(ck['optimizer']); sched.load_state_dict(ck['scheduler'])
         _set_rng_state(ck['rng']); start, history = ck['epoch'], ck['history']
     for epoch in range(start, spec.epochs):
         _bn_eval(net, spec.freeze_bn_epoch is not None and epoch >= spec.freeze_bn_epoch)
-        perm = torch.randperm(n, generator=_epoch_generator(spec.seed, epoch)).to(device)
         t0, tot = time.time(), torch.zeros((), device=device)
-        for i in progress(range(steps), f'{spec.objective} epoch {epoch+1}/{spec.epochs}', show=show_progress):
-            idx = perm[i*spec.batch_size:(i+1)*spec.batch_size]
-            loss = transformation_loss(spec, net, Xo[idx], Xn[idx], Y[idx], new_head, None if S is None else S[idx])
+        for xo, xn, y, s in progress(batches(epoch), f'{spec.objective} epoch {epoch+1}/{spec.epochs}', total=steps, show=show_progress):
+            loss = transformation_loss(spec, net, xo, xn, y, new_head, s)
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
             tot += loss.detach()     # summed on the device: no host sync per step
         history.append(dict(epoch=epoch + 1, loss=float(tot)/steps, lr=opt.param_groups[0]['lr'], seconds=time.time() - t0))

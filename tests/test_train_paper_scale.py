@@ -97,3 +97,23 @@ def test_paper_scale_side_information_path(imagenet):
     net = cached_transformation(tspec)
     assert np.isfinite(net['history'][-1]['loss'])
     assert net['transformation']['build_args']['side_dim'] == 128
+
+
+def test_paper_scale_transformation_learns_from_one_view(imagenet, monkeypatch):
+    "FastFill/FCT at paper scale: old and new features of an image come from the same augmented view (as apple/ml-fct)."
+    from compatrepro import pipeline
+    from compatrepro.data import get_split
+    old, new = (T.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
+    m = load_model(cached_backbone(old))
+    ds = get_split('imagenet-1k', 'train', 'paper', imagenet.data_root)
+    assert not torch.equal(ds[0][0], ds[0][0])                  # the training split is augmented: each read is a new crop
+    fo, fn, y, side = next(T.same_view_batches(m, m, ds, 4, epoch=0, seed=0, device='cpu', num_workers=0))
+    assert torch.equal(fo, fn) and fo.shape == (4, 128) and side is None   # one view through both models
+    real_get_features = pipeline.get_features
+    def no_train_features(spec, split, part='eval', **kw):
+        assert part != 'train', "paper scale must not pair features extracted in two separate augmented passes"
+        return real_get_features(spec, split, part, **kw)
+    monkeypatch.setattr(pipeline, 'get_features', no_train_features)
+    tspec = T.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
+    art = cached_transformation(tspec)
+    assert len(art['history']) == 1 and np.isfinite(art['history'][0]['loss'])
