@@ -18,9 +18,9 @@ from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, standin_config
 from .manifests import ManifestDataset, load_manifest
 
 # %% auto #0
-__all__ = ['SPLITS', 'SPLITS_VERSION', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION', 'IJBC_TEMPLATE_SIZES', 'SplitSpec',
-           'GenderSplitConfig', 'split_versions', 'list_splits', 'describe_split', 'template_layout', 'get_split',
-           'ijbc_protocol_counts', 'false_alarms_allowed']
+__all__ = ['SPLITS', 'SPLITS_VERSION', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION', 'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS',
+           'SplitSpec', 'GenderSplitConfig', 'split_versions', 'list_splits', 'describe_split', 'template_layout',
+           'get_split', 'ijbc_protocol_counts', 'false_alarms_allowed']
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
@@ -214,9 +214,9 @@ SPLITS = _build_registry()
 SPLITS_VERSION = 1   # bump when a change to a selector changes which images a split holds
 register_version('splits', SPLITS_VERSION)
 # families whose layout changed after SPLITS_VERSION 1 carry their own version (bump it when the family's images or
-# evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates
-# (see the stand-in's reproduction notes below)
-SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2)
+# evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates,
+# Market-1501's cameras (see the stand-in's reproduction notes below)
+SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2)
 for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
 
 def split_versions(name: str) -> dict:
@@ -243,6 +243,7 @@ def _spec(name) -> SplitSpec:
 # %% ../nbs/03_data.ipynb #7443190e
 EVAL_ID_FRACTION = 0.2          # the stand-in's evaluation identities: VGGFace2's test identities, IJB-C's subjects
 IJBC_TEMPLATE_SIZES = (5, 3)    # images of a gallery (enrollment) template, of a probe template (stand-in)
+MARKET_CAMERAS = 6              # Market-1501's 6 cameras (stand-in: an image's position in its class mod 6)
 
 def _n_eval_ids(C: int) -> int:
     "How many of the stand-in's `C` classes are evaluation identities (its last ones): round(0.2 C), at least 2."
@@ -294,8 +295,9 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
     if family in ('imagenet', 'places365', 'cifar100'): pass
     elif family == 'imdbface': tr = tr[tr.label < C - _n_eval_ids(C)]; ev = ev.iloc[:0]   # IJB-C's subjects held out
     elif family == 'market1501':
-        half = C//2; tr = tr[tr.label < half]; ev = ev[ev.label >= half].copy()
+        half = C//2; tr = tr[tr.label < half].copy(); ev = ev[ev.label >= half].copy()
         ev['split'] = np.where(pos[ev.index] < max(1, ne//5), 'query', 'gallery')
+        tr['camera'] = tr.src % nt % MARKET_CAMERAS; ev['camera'] = pos[ev.index] % MARKET_CAMERAS
     elif family == 'vggface2':
         n_test = _n_eval_ids(C); test = el >= C - n_test
         tr = tr[tr.label < C - n_test]; ev = ev.copy(); ev['split'] = np.where(test, 'test', 'heldout')

@@ -1,4 +1,4 @@
-"BCT's data on the Glyphs stand-in: IMDB-Face without the IJB-C subjects, IJB-C's open-set layout."
+"BCT's data on the Glyphs stand-in: IMDB-Face without the IJB-C subjects, IJB-C's open-set layout, Market-1501's cameras."
 import numpy as np
 import pandas as pd
 import pytest
@@ -71,4 +71,14 @@ def test_ijbc_layout_is_fixed_and_needs_enough_images(cache):
 def test_family_versions():
     assert split_versions('imdbface-25') == {'splits:imdbface': 2} and split_versions('ijbc') == {'splits:ijbc': 2}
     assert split_versions('vggface2-863') == {} and split_versions('gldv2-open-data-old') == {}
+
+
+def test_market_cameras_leave_every_query_a_cross_camera_positive(cache):
+    q, g, t = (split('market-1501', p, cache) for p in ('query', 'gallery', 'train'))
+    assert q.cameras is not None and g.cameras is not None and t.cameras is not None
+    assert set(t.cameras) == set(range(6)) and set(g.cameras) <= set(range(6))
+    for l, c in zip(q.labels, q.cameras):
+        pos = g.labels == l
+        assert (pos & (g.cameras != c)).any()                    # not only same-camera (junk) positives
+    assert split_versions('market-1501') == {'splits:market1501': 2}
 
