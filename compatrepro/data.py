@@ -199,6 +199,8 @@ def _build_registry() -> dict[str, SplitSpec]:
                       'RM sec. 4.4 (open-class setting)', dict(train=sel, eval=_split_rows('val'), query=_split_rows('val'), gallery=_split_rows('val'))))
     bct = 'BCT sec. 3.1, 3.4 (IMDB-Face training, IJB-C evaluation)'
     add(SplitSpec('imdbface', 'imdbface', 'IMDB-Face', 'all identities', bct, dict(train=_split_rows('train'))))
+    add(SplitSpec('imdbface-90', 'imdbface', 'IMDB-Face-90%', 'a random 90% of the identities (containing the 50% and the 25%)',
+                  'BCT App. C, Table 7 (data amount: the 90% models)', dict(train=_random_classes(0.9, 'imdb-ids'))))
     add(SplitSpec('imdbface-50', 'imdbface', 'IMDB-Face-50%', 'a random 50% of the identities', bct, dict(train=_random_classes(0.5, 'imdb-ids'))))
     add(SplitSpec('imdbface-25', 'imdbface', 'IMDB-Face-25%', 'a random 25% of the identities (inside the 50%)', 'BCT sec. 3.5 (three model versions)',
                   dict(train=_random_classes(0.25, 'imdb-ids'))))

@@ -82,3 +82,8 @@ def test_market_cameras_leave_every_query_a_cross_camera_positive(cache):
         assert (pos & (g.cameras != c)).any()                    # not only same-camera (junk) positives
     assert split_versions('market-1501') == {'splits:market1501': 2}
 
+
+def test_imdbface_90_is_nested(cache):
+    ids = {n: set(split(n, 'train', cache, seed=2).classes) for n in ('imdbface-25', 'imdbface-50', 'imdbface-90', 'imdbface')}
+    assert [len(v) for v in ids.values()] == [8, 16, 29, 32]
+    assert ids['imdbface-25'] < ids['imdbface-50'] < ids['imdbface-90'] < ids['imdbface']
