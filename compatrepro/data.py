@@ -18,7 +18,9 @@ from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, standin_config
 from .manifests import ManifestDataset, load_manifest
 
 # %% auto #0
-__all__ = ['SPLITS', 'SPLITS_VERSION', 'SplitSpec', 'GenderSplitConfig', 'list_splits', 'describe_split', 'get_split']
+__all__ = ['SPLITS', 'SPLITS_VERSION', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION', 'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS',
+           'SplitSpec', 'GenderSplitConfig', 'split_versions', 'list_splits', 'describe_split', 'template_layout',
+           'get_split', 'ijbc_protocol_counts', 'false_alarms_allowed']
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
@@ -197,20 +199,32 @@ def _build_registry() -> dict[str, SplitSpec]:
                       'RM sec. 4.4 (open-class setting)', dict(train=sel, eval=_split_rows('val'), query=_split_rows('val'), gallery=_split_rows('val'))))
     bct = 'BCT sec. 3.1, 3.4 (IMDB-Face training, IJB-C evaluation)'
     add(SplitSpec('imdbface', 'imdbface', 'IMDB-Face', 'all identities', bct, dict(train=_split_rows('train'))))
+    add(SplitSpec('imdbface-90', 'imdbface', 'IMDB-Face-90%', 'a random 90% of the identities (containing the 50% and the 25%)',
+                  'BCT App. C, Table 7 (data amount: the 90% models)', dict(train=_random_classes(0.9, 'imdb-ids'))))
     add(SplitSpec('imdbface-50', 'imdbface', 'IMDB-Face-50%', 'a random 50% of the identities', bct, dict(train=_random_classes(0.5, 'imdb-ids'))))
     add(SplitSpec('imdbface-25', 'imdbface', 'IMDB-Face-25%', 'a random 25% of the identities (inside the 50%)', 'BCT sec. 3.5 (three model versions)',
                   dict(train=_random_classes(0.25, 'imdb-ids'))))
     for nm, pname in (('roxford5k', 'ROxford'), ('rparis6k', 'RParis')):
         add(SplitSpec(nm, nm, pname, 'evaluation only: 70 queries, medium protocol (easy + hard positives, junk ignored)',
                       'RACT sec. 5.1', dict(query=_split_rows('query'), gallery=_split_rows('gallery'))))
-    add(SplitSpec('ijbc', 'ijbc', 'IJB-C', 'evaluation only: 1:N search (gallery = G1 + G2 templates, query = mixed probes) '
-                  'and 1:1 verification (eval: all images, template_pairs)', 'BCT sec. 3.1',
+    add(SplitSpec('ijbc', 'ijbc', 'IJB-C', 'evaluation only: 1:N search (gallery = G1 + G2 templates, gallery_set 1/2; '
+                  'query = mixed probes, each searching G1 and G2 separately) and 1:1 verification (eval: all images, template_pairs)', 'BCT sec. 3.1',
                   dict(eval=_split_rows('test'), query=_split_rows('query'), gallery=_split_rows('gallery'))))
     return R
 
 SPLITS = _build_registry()
 SPLITS_VERSION = 1   # bump when a change to a selector changes which images a split holds
 register_version('splits', SPLITS_VERSION)
+# families whose layout changed after SPLITS_VERSION 1 carry their own version (bump it when the family's images or
+# evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates,
+# Market-1501's cameras (see the stand-in's reproduction notes below)
+SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2)
+for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
+
+def split_versions(name: str) -> dict:
+    "{'splits:<family>': version} of the split `name` when its family has its own version (`SPLIT_FAMILY_VERSIONS`), else {}."
+    f = _spec(name).family
+    return {f'splits:{f}': SPLIT_FAMILY_VERSIONS[f]} if f in SPLIT_FAMILY_VERSIONS else {}
 
 def list_splits() -> list[str]:
     "All split names `get_split` knows."
@@ -229,6 +243,49 @@ def _spec(name) -> SplitSpec:
     return SPLITS[name]
 
 # %% ../nbs/03_data.ipynb #7443190e
+EVAL_ID_FRACTION = 0.2          # the stand-in's evaluation identities: VGGFace2's test identities, IJB-C's subjects
+IJBC_TEMPLATE_SIZES = (5, 3)    # images of a gallery (enrollment) template, of a probe template (stand-in)
+MARKET_CAMERAS = 6              # Market-1501's 6 cameras (stand-in: an image's position in its class mod 6)
+
+def _n_eval_ids(C: int) -> int:
+    "How many of the stand-in's `C` classes are evaluation identities (its last ones): round(0.2 C), at least 2."
+    return max(2, round(EVAL_ID_FRACTION*C))
+
+def template_layout(n: int, gallery_size: int = 5, probe_size: int = 3) -> np.ndarray:
+    """The template of each of one subject's `n` images (in their order): 0 for the first `gallery_size` (the
+    subject's gallery template), then k = 1, 2, ... for each following run of `probe_size` images (its probe
+    templates); the (n - gallery_size) mod probe_size images left over join the last probe template."""
+    if gallery_size < 1 or probe_size < 1:
+        raise ValueError(f"template sizes must be at least 1 image, got gallery_size={gallery_size}, probe_size={probe_size}")
+    if n < gallery_size + probe_size:
+        raise ValueError(f"a subject with {n} images cannot hold a gallery template of {gallery_size} images and a probe "
+                         f"template of {probe_size}: give the stand-in more images per class (GlyphConfig n_train, n_eval) "
+                         "or pass smaller template sizes")
+    pos = np.arange(n)
+    return np.where(pos < gallery_size, 0, np.minimum((pos - gallery_size)//probe_size + 1, (n - gallery_size)//probe_size))
+
+def _ijbc_standin(tr: pd.DataFrame, ev: pd.DataFrame, C: int, sizes=IJBC_TEMPLATE_SIZES) -> tuple[pd.DataFrame, np.ndarray]:
+    """IJB-C on the stand-in's evaluation identities (the last `_n_eval_ids(C)` classes): each subject's images (its
+    evaluation pool, then its training pool) cut by `template_layout`; subjects s = 0..S-1 (in class order) enrolled
+    in G1 (`gallery_set` 1) when s < ceil(S/2), else in G2 (2). Returns the rows (split 'test': every image; 'gallery':
+    the gallery templates; 'query': the probe templates) with `template` (s*T + k, T templates per subject) and
+    `gallery_set` columns, and the 1:1 pairs [template a, template b, genuine]: every gallery template (a) with every
+    probe template (b)."""
+    S = _n_eval_ids(C); first = C - S
+    im = pd.concat([ev[ev.label >= first], tr[tr.label >= first]]).sort_values('label', kind='stable')   # eval pool first
+    n = np.bincount(im.label - first)
+    if len(set(n)) != 1: raise ValueError(f"the IJB-C subjects have unequal numbers of images {sorted(set(n))}")
+    k = np.tile(template_layout(int(n[0]), *sizes), S); T = int(k.max()) + 1
+    s = im.label.to_numpy() - first
+    im = im.assign(template=s*T + k, gallery_set=np.where(s < (S + 1)//2, 1, 2))
+    rows = pd.concat([im.assign(split='test'), im.assign(split=np.where(k == 0, 'gallery', 'query'))])
+    t = im.groupby('template').label.first()
+    g, p = t[t.index % T == 0], t[t.index % T != 0]
+    gi, pi = np.meshgrid(g.index.to_numpy(), p.index.to_numpy(), indexing='ij')
+    same = g.to_numpy()[:, None] == p.to_numpy()[None, :]
+    return rows, np.stack([gi.ravel(), pi.ravel(), same.ravel()], 1).astype(np.int64)
+
+# %% ../nbs/03_data.ipynb #8f26dce2
 def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, dict]:
     "The stand-in laid out like `family`: a table with `label`, `split`, `group`, `src` (row of train pool, or -1-row of eval pool)."
     C, nt, ne = cfg.n_classes, cfg.n_train, cfg.n_eval
@@ -238,41 +295,33 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
     ev = pd.DataFrame(dict(label=el, split='val', src=-1-np.arange(len(el))))
     extra = {}
     if family in ('imagenet', 'places365', 'cifar100'): pass
-    elif family == 'imdbface': ev = ev.iloc[:0]
+    elif family == 'imdbface': tr = tr[tr.label < C - _n_eval_ids(C)]; ev = ev.iloc[:0]   # IJB-C's subjects held out
     elif family == 'market1501':
-        half = C//2; tr = tr[tr.label < half]; ev = ev[ev.label >= half].copy()
+        half = C//2; tr = tr[tr.label < half].copy(); ev = ev[ev.label >= half].copy()
         ev['split'] = np.where(pos[ev.index] < max(1, ne//5), 'query', 'gallery')
+        tr['camera'] = tr.src % nt % MARKET_CAMERAS; ev['camera'] = pos[ev.index] % MARKET_CAMERAS
     elif family == 'vggface2':
-        n_test = max(2, round(0.2*C)); test = el >= C - n_test
+        n_test = _n_eval_ids(C); test = el >= C - n_test
         tr = tr[tr.label < C - n_test]; ev = ev.copy(); ev['split'] = np.where(test, 'test', 'heldout')
     elif family == 'gldv2':
         ev = ev.copy(); ev['split'] = np.where(pos < min(2, ne-1), 'query', 'gallery')
     elif family in ('roxford5k', 'rparis6k'):
         tr = tr.iloc[:0]; ev = ev.copy(); ev['split'] = np.where(pos == 0, 'query', 'gallery')
     elif family == 'ijbc':
-        tr = tr.iloc[:0]; ev = ev.copy(); ev['split'] = 'test'
-        probe = pos >= ne//2
-        ev['template'] = 2*el + probe
-        ev = pd.concat([ev, ev.assign(split=np.where(probe, 'query', 'gallery'))], ignore_index=False)
+        ev, extra['pairs'] = _ijbc_standin(tr, ev, C); tr = tr.iloc[:0]
     else: raise ValueError(f"no stand-in layout for family {family!r}")
     df = pd.concat([tr, ev], ignore_index=True)
     df['group'] = U['groups'][df.label.to_numpy()]
     return df, extra
 
 def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df: pd.DataFrame, ctx) -> dict:
-    "Per-part attributes beyond labels: cameras, templates and pairs, gnd, positives."
+    "Per-part attributes beyond labels: cameras, templates, G1/G2 and pairs, gnd, positives."
     sub = df.iloc[rows]; out = {}
     if 'camera' in df and family == 'market1501': out['cameras'] = sub.camera.to_numpy(np.int64)
     if family == 'ijbc':
         out['templates'] = sub.template.to_numpy(np.int64)
-        if part == 'eval':
-            if 'pairs' in ctx: out['template_pairs'] = ctx['pairs']
-            else:   # stand-in: every gallery template against every probe template
-                t = df[df.split == 'test'].groupby('template').label.first()
-                g, p = t[t.index % 2 == 0], t[t.index % 2 == 1]
-                gi, pi = np.meshgrid(g.index.to_numpy(), p.index.to_numpy(), indexing='ij')
-                same = (g.to_numpy()[:, None] == p.to_numpy()[None, :])
-                out['template_pairs'] = np.stack([gi.ravel(), pi.ravel(), same.ravel()], 1).astype(np.int64)
+        if 'gallery_set' in df: out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)   # the stand-in's (paper: not in the manifest)
+        if part == 'eval' and 'pairs' in ctx: out['template_pairs'] = ctx['pairs']
     if family in ('roxford5k', 'rparis6k'):
         q, gal = df[df.split == 'query'], df[df.split == 'gallery']
         if 'gnd' in ctx: out['gnd'] = ctx['gnd']
@@ -309,6 +358,37 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
                             description=f"Glyphs stand-in for {spec.paper_name} ({scale} scale), {part}",
                             **_extras(spec.family, df, rows, part, df, ctx))
     return _paper_split(spec, part, data_root, ctx)
+
+# %% ../nbs/03_data.ipynb #37a7604b
+def ijbc_protocol_counts(query, gallery, ev) -> dict:
+    """The sizes IJB-C's operating points rest on, from the 'query', 'gallery' and 'eval' parts of `get_split('ijbc', ...)`:
+    1:1, the `genuine` and `impostor` pairs of `ev.template_pairs`; 1:N, the probe templates of `query` each search G1 and
+    G2 (`gallery.gallery_set` 1, 2) separately: `mated_G1`, `non_mated_G1` (its subject is not enrolled in G1), ...,
+    and `non_mated` = non_mated_G1 + non_mated_G2 searches in all."""
+    for d, part, attrs in ((query, 'query', ('templates',)), (gallery, 'gallery', ('templates', 'gallery_set')), (ev, 'eval', ('template_pairs',))):
+        miss = [a for a in attrs if getattr(d, a, None) is None]
+        if miss: raise ValueError(f"the {part} set has no {', '.join(miss)}: pass the '{part}' part of get_split('ijbc', ...) "
+                                  "(gallery_set: a stand-in scale; the paper manifest does not record G1/G2)")
+    pairs = np.asarray(ev.template_pairs)
+    probes = pd.Series(np.asarray(query.labels)).groupby(np.asarray(query.templates)).first()
+    gal = pd.DataFrame(dict(label=gallery.labels, half=gallery.gallery_set))
+    out = dict(gallery_templates=len(np.unique(gallery.templates)), probe_templates=len(probes),
+               genuine=int((pairs[:, 2] == 1).sum()), impostor=int((pairs[:, 2] == 0).sum()))
+    for h in (1, 2):
+        mated = probes.isin(gal.label[gal.half == h]).to_numpy()
+        out[f'mated_G{h}'], out[f'non_mated_G{h}'] = int(mated.sum()), int((~mated).sum())
+    out['non_mated'] = out['non_mated_G1'] + out['non_mated_G2']
+    return out
+
+def false_alarms_allowed(n_negative: int, rates) -> dict:
+    """{rate: floor(rate * n_negative)}: how many of `n_negative` impostor pairs (TAR@FAR) or non-mated searches
+    (TPIR@FPIR) score over the threshold of the operating point `rate`, as `tar_at_far` and `tpir_at_fpir` set it.
+    0 means the threshold is the highest negative score: the point measured is rate 0, not `rate`."""
+    if int(n_negative) != n_negative or n_negative < 0: raise ValueError(f"n_negative must be a count >= 0, got {n_negative!r}")
+    rates = [rates] if np.isscalar(rates) else list(rates)
+    bad = [r for r in rates if not 0 < r <= 1]
+    if bad: raise ValueError(f"rates must lie in (0, 1] (e.g. 1e-4 for FAR=10^-4), got {bad}")
+    return {r: int(np.floor(r*n_negative)) for r in rates}
 
 # %% ../nbs/03_data.ipynb #abec6634
 def _paper_split(spec: SplitSpec, part: str, data_root, ctx) -> ManifestDataset:

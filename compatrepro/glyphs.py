@@ -313,7 +313,7 @@ class GlyphDataset(Dataset):
         self.image_size = (images.shape[-2], images.shape[-1]); self.train = train
         self.mean, self.std = torch.tensor(mean).view(1, 3, 1, 1), torch.tensor(std).view(1, 3, 1, 1)
         self.aug = dict(rotation=8.0, scale=(0.9, 1.1), translate=0.08, brightness=0.15) | (aug or {})
-        for k in ('cameras', 'templates', 'template_pairs', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
+        for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
         if extra: raise TypeError(f"unknown dataset attributes {sorted(extra)}")
 
     def __len__(self): return len(self.labels)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .core import RunContext, STANDIN_SCALES, current_context, get_device, registered_versions, stage
-from .data import get_split
+from .data import get_split, split_versions
 from .models import load_model, load_transformation
 from .features import extract_features
 from .train import (BackboneSpec, TransformationSpec, backbone_key, train_backbone, train_transformation,
@@ -29,7 +29,7 @@ def _known(versions: dict) -> dict:
 
 def backbone_versions(spec: BackboneSpec) -> dict:
     "{name: version} of everything the backbone of `spec` is made with."
-    names = {'trainer', f'recipe:{spec.scale}', 'splits'}
+    names = {'trainer', f'recipe:{spec.scale}', 'splits', *split_versions(spec.split)}
     if spec.scale in STANDIN_SCALES: names.add(f'glyphs:{spec.scale}')
     out = _known(dict.fromkeys(names))
     if spec.compat is not None:
@@ -82,7 +82,7 @@ def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: boo
         with stage(f'features of {spec.arch} ({spec.split}) on {split}/{part}'):
             return extract_features(model, ds, batch_size, ctx.device, num_workers=ctx.workers, show_progress=ctx.progress)
     out = ctx.cache.get_or_make('features', key, make, what=f'features of {spec.arch} ({spec.split}) on {split}/{part}')
-    ctx.note(backbone_versions(spec))
+    ctx.note(backbone_versions(spec) | _known(split_versions(split)))   # the evaluated split's family layout (e.g. IJB-C)
     if logits:
         head = get_backbone(spec, device='cpu', ctx=ctx).head
         with torch.no_grad(): out['logits'] = torch.cat([head(f) for f in out['features'].split(4096)])

@@ -1,0 +1,89 @@
+"BCT's data on the Glyphs stand-in: IMDB-Face without the IJB-C subjects, IJB-C's open-set layout, Market-1501's cameras."
+import numpy as np
+import pandas as pd
+import pytest
+
+from compatrepro.core import ArtifactCache
+from compatrepro.glyphs import GlyphConfig
+from compatrepro.data import get_split, ijbc_protocol_counts, split_versions
+from compatrepro.metrics import tar_at_far, tpir_at_fpir, verification_scores
+
+CFG = GlyphConfig(n_classes=40, n_train=6, n_eval=4)     # 8 IJB-C subjects of 10 images: 1 gallery + 1 probe template (5 + 5)
+
+
+@pytest.fixture(scope='module')
+def cache(tmp_path_factory):
+    return ArtifactCache(tmp_path_factory.mktemp('cache'))
+
+
+def split(name, part, cache, seed=0):
+    return get_split(name, part, config=CFG, cache=cache, seed=seed)
+
+
+def template_means(ds):
+    "Mean of each template's flattened pixels (a stand-in for template features), with its label, G1/G2 and id."
+    x = ds.normalize(ds.tensors()[0]).flatten(1).numpy()
+    t = pd.DataFrame(x).groupby(ds.templates).mean()
+    first = pd.DataFrame(dict(label=ds.labels, half=ds.gallery_set)).groupby(ds.templates).first()
+    return t.to_numpy(np.float32), first.label.to_numpy(), first.half.to_numpy(), t.index.to_numpy()
+
+
+def test_imdbface_never_trains_on_ijbc_subjects(cache):
+    subjects = set(split('ijbc', 'eval', cache).classes)
+    assert subjects == set(range(32, 40))                                   # the last 20 % of the 40 classes
+    for n in ('imdbface', 'imdbface-50', 'imdbface-25'):
+        assert not subjects & set(split(n, 'train', cache).classes)
+    assert len(split('imdbface', 'train', cache).classes) == 32
+
+
+def test_ijbc_is_open_set(cache):
+    q, g, ev = (split('ijbc', p, cache) for p in ('query', 'gallery', 'eval'))
+    halves = pd.Series(g.gallery_set).groupby(g.labels).nunique()
+    assert (halves == 1).all() and sorted(np.bincount(g.gallery_set, minlength=3)[1:]) == [20, 20]   # 4 + 4 subjects
+    assert not set(q.templates) & set(g.templates)
+    assert {x.numpy().tobytes() for x in q.images}.isdisjoint({x.numpy().tobytes() for x in g.images})
+    c = ijbc_protocol_counts(q, g, ev)
+    assert c == dict(gallery_templates=8, probe_templates=8, genuine=8, impostor=56,
+                     mated_G1=4, non_mated_G1=4, mated_G2=4, non_mated_G2=4, non_mated=8)
+    # each half is searched on its own: both mated and non-mated probes, so tpir_at_fpir measures (it raised before)
+    pf, pl, _, _ = template_means(q); gf, gl, gh, _ = template_means(g)
+    for h in (1, 2):
+        out = tpir_at_fpir(pf, pl, gf[gh == h], gl[gh == h], fpir=(0.25, 0.5))
+        assert set(out) == {'TPIR@FPIR=0.25', 'TPIR@FPIR=0.5', 'rank1', 'rank5'}
+    with pytest.raises(ValueError, match='non-mated'):
+        tpir_at_fpir(pf, pl, gf, gl)                                        # G1 + G2 together: every probe mated
+    # 1:1: the pairs' genuine flag is "same subject", and TAR@FAR is measurable
+    ef, _, _, eid = template_means(ev); row = {t: i for i, t in enumerate(eid)}
+    a, b, y = ev.template_pairs.T
+    lab = dict(zip(ev.templates.tolist(), ev.labels.tolist()))
+    assert all((lab[i] == lab[j]) == bool(s) for i, j, s in ev.template_pairs)
+    s = verification_scores(ef[[row[i] for i in a]], ef[[row[j] for j in b]])
+    assert 0 <= tar_at_far(s, y.astype(bool), 0.1) <= 100
+
+
+def test_ijbc_layout_is_fixed_and_needs_enough_images(cache):
+    a, b = split('ijbc', 'eval', cache), split('ijbc', 'eval', cache, seed=1)
+    assert np.array_equal(a.templates, b.templates) and np.array_equal(a.template_pairs, b.template_pairs)
+    with pytest.raises(ValueError, match='more images per class'):
+        get_split('ijbc', 'eval', config=GlyphConfig(n_classes=40, n_train=2, n_eval=4), cache=cache)
+
+
+def test_family_versions():
+    assert split_versions('imdbface-25') == {'splits:imdbface': 2} and split_versions('ijbc') == {'splits:ijbc': 2}
+    assert split_versions('vggface2-863') == {} and split_versions('gldv2-open-data-old') == {}
+
+
+def test_market_cameras_leave_every_query_a_cross_camera_positive(cache):
+    q, g, t = (split('market-1501', p, cache) for p in ('query', 'gallery', 'train'))
+    assert q.cameras is not None and g.cameras is not None and t.cameras is not None
+    assert set(t.cameras) == set(range(6)) and set(g.cameras) <= set(range(6))
+    for l, c in zip(q.labels, q.cameras):
+        pos = g.labels == l
+        assert (pos & (g.cameras != c)).any()                    # not only same-camera (junk) positives
+    assert split_versions('market-1501') == {'splits:market1501': 2}
+
+
+def test_imdbface_90_is_nested(cache):
+    ids = {n: set(split(n, 'train', cache, seed=2).classes) for n in ('imdbface-25', 'imdbface-50', 'imdbface-90', 'imdbface')}
+    assert [len(v) for v in ids.values()] == [8, 16, 29, 32]
+    assert ids['imdbface-25'] < ids['imdbface-50'] < ids['imdbface-90'] < ids['imdbface']
