@@ -66,6 +66,7 @@ class BackboneSpec:
     compat: CompatSpec|None = None       # compatibility term with a frozen old model (None: plain training)
     objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
     simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
+    embedding_relu: bool = field(default=False, metadata=KEY_NEW_FIELD)  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -395,7 +396,7 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     image_size = image_size[0] if isinstance(image_size, (tuple, list)) else image_size
     model = EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
                            spec.head_margin, spec.normalize, spec.scale,
-                           image_size if spec.arch.startswith('vit') else None)
+                           image_size if spec.arch.startswith('vit') else None, spec.embedding_relu)
     model = to_device(model, device)
     simclr = spec.objective == 'simclr'
     if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
