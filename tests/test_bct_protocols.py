@@ -47,3 +47,15 @@ def test_embedding_relu_spec_trains_a_relu_model_and_keeps_default_keys():
     t = backbone_spec('imagenet-500', 'tiny')
     assert spec_key('backbone', backbone_key(t)) == '6d501bd19f013d3b'
     assert spec_key('backbone', backbone_key(replace(t, embedding_relu=True))) != spec_key('backbone', backbone_key(t))
+
+
+def test_steps_like_gives_every_architecture_the_same_optimizer_steps():
+    from compatrepro.models import ARCHS
+    from compatrepro.train import STANDIN_RECIPES
+    ref = backbone_spec('imagenet-1k', 'tiny', arch='resnet18')
+    for arch in ARCHS:
+        s = backbone_spec('imagenet-1k', 'tiny', arch=arch, steps_like='resnet18')
+        assert (s.arch, s.epochs, s.batch_size, s.warmup_epochs) == (arch, ref.epochs, ref.batch_size, ref.warmup_epochs)
+    # the default recipe (what the committed FastFill runs were trained with) is untouched
+    assert backbone_spec('imagenet-1k', 'tiny', arch='resnet152').epochs == STANDIN_RECIPES['tiny'][1]['resnet152']
+    with pytest.raises(ValueError, match='not an architecture'): backbone_spec('imagenet-1k', 'tiny', steps_like='r18')
