@@ -59,3 +59,103 @@ def test_steps_like_gives_every_architecture_the_same_optimizer_steps():
     # the default recipe (what the committed FastFill runs were trained with) is untouched
     assert backbone_spec('imagenet-1k', 'tiny', arch='resnet152').epochs == STANDIN_RECIPES['tiny'][1]['resnet152']
     with pytest.raises(ValueError, match='not an architecture'): backbone_spec('imagenet-1k', 'tiny', steps_like='r18')
+
+
+# ---- face protocols at the template level (10_metrics) ----
+from sklearn.metrics import roc_curve
+from compatrepro.metrics import (open_set_search, pair_verification, tar_far_points, template_features, template_labels,
+                                 tpir_at_fpir)
+
+
+def _unit(x): return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _random_templates(rng, n_img=120, n_tpl=30, n_id=8, d=4):
+    tid = rng.permutation(np.r_[np.arange(n_tpl), rng.integers(0, n_tpl, n_img - n_tpl)])   # every template has an image
+    ident = rng.integers(0, n_id, n_tpl)
+    centers = rng.normal(size=(n_id, d))
+    new = centers[ident[tid]] + 0.8 * rng.normal(size=(n_img, d))
+    old = centers[ident[tid]] @ rng.normal(size=(d, d)) * 0.3 + 0.8 * rng.normal(size=(n_img, d))
+    return tid, ident, new, old
+
+
+def test_template_features_is_the_normalised_mean():
+    rng = np.random.default_rng(1)
+    tid, ident, new, _ = _random_templates(rng)
+    ids, T = template_features(new, tid)
+    ref = _unit(np.stack([new[tid == t].mean(0) for t in ids]))
+    np.testing.assert_allclose(T.numpy(), ref, rtol=1e-5, atol=1e-6)
+    assert template_labels(tid, ident[tid])[1].tolist() == ident[ids].tolist()
+    with pytest.raises(ValueError, match='NaN'): template_features(np.where(new > 2, np.nan, new), tid)
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_pair_verification_matches_sklearn_roc(seed):
+    rng = np.random.default_rng(seed)
+    tid, ident, new, old = _random_templates(rng, n_img=300, n_tpl=80)
+    tn, to = template_features(new, tid), template_features(old, tid)
+    pairs = rng.integers(0, 80, size=(600, 2))
+    gen = ident[pairs[:, 0]] == ident[pairs[:, 1]]
+    scores = (_unit(tn[1].numpy())[pairs[:, 0]] * _unit(to[1].numpy())[pairs[:, 1]]).sum(1)   # cos(phi_new(a), phi_old(b))
+    fars = (0.0, 1e-3, 1e-2, 0.1, 0.5)
+    r = pair_verification(tn, to, pairs, gen, fars)
+    fpr, tpr, thr = roc_curve(gen, scores, drop_intermediate=False)
+    for f in fars:
+        i = np.nonzero(fpr <= f + 1e-12)[0][-1]
+        assert r[f'TAR@FAR={f:g}'] == pytest.approx(100 * tpr[i], abs=1e-9)
+        assert r[f'false_accepts@FAR={f:g}'] == round(fpr[i] * (~gen).sum())
+        assert r[f'false_accepts@FAR={f:g}'] <= f * (~gen).sum() + 1e-9
+    assert (r['n_impostor'], r['n_genuine']) == (int((~gen).sum()), int(gen.sum()))
+    # the ids are template ids, not rows: shuffling the templates' order changes nothing
+    perm = rng.permutation(80)
+    r2 = pair_verification((tn[0][perm], tn[1][perm]), to, pairs, gen, fars)
+    assert r2 == pytest.approx(r)
+
+
+def test_pair_verification_errors_say_what_is_wrong():
+    ids, T = np.array([10, 11]), np.eye(2)
+    with pytest.raises(ValueError, match=r'template ids \[12\]'): pair_verification((ids, T), (ids, T), [[10, 12]], [True])
+    with pytest.raises(ValueError, match=r'\(P, 2\)'): pair_verification((ids, T), (ids, T), [10, 11], [True])
+    with pytest.raises(ValueError, match='NaN'): pair_verification((ids, T * np.nan), (ids, T), [[10, 11], [11, 11]], [False, True])
+    with pytest.raises(TypeError, match='boolean'): tar_far_points([0.1, 0.2], [0.5, 1.0])
+
+
+def _brute_tpir(P, pl, G, gl, f, k=1):
+    "TPIR@FPIR and rank-k by the definitions, one probe at a time (ties: an impostor at equal score ranks first)."
+    P, G = _unit(P), _unit(G)
+    S = P @ G.T
+    mated = np.isin(pl, gl)
+    best = S.max(1)
+    nm = np.sort(best[~mated])[::-1]                               # non-mated best scores, high to low
+    allowed = int(np.floor(f * len(nm) + 1e-9))
+    thr = nm[allowed] if allowed < len(nm) else -np.inf            # accept a score strictly above thr
+    tp, hitk = 0, 0
+    for i in np.nonzero(mated)[0]:
+        s_mate = S[i, gl == pl[i]].max(); s_imp = S[i, gl != pl[i]].max(initial=-np.inf)
+        if s_mate > s_imp and s_mate > thr: tp += 1
+        if (S[i, gl != pl[i]] >= s_mate).sum() < k: hitk += 1
+    return 100 * tp / mated.sum(), 100 * hitk / mated.sum()
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_open_set_search_two_galleries_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    tid, ident, new, old = _random_templates(rng, n_img=400, n_tpl=120, n_id=20, d=6)
+    ids, Tn = template_features(new, tid); _, To = template_features(old, tid)
+    lab = template_labels(tid, ident[tid])[1]
+    # gallery: the first template of each identity; G1 holds identities 0-9, G2 10-19; probes: all other templates
+    first = np.array([np.nonzero(lab == c)[0][0] for c in np.unique(lab)])
+    probes = np.setdiff1d(np.arange(len(ids)), first)
+    parts = np.where(lab[first] < 10, 'G1', 'G2')
+    r = open_set_search(Tn[probes], lab[probes], To[first], lab[first], parts, fpir=(0.0, 0.1, 0.3), ranks=(1, 3))
+    for f in (0.0, 0.1, 0.3):
+        per = []
+        for g in ('G1', 'G2'):
+            tpir, _ = _brute_tpir(Tn[probes].numpy(), lab[probes], To[first][parts == g].numpy(), lab[first][parts == g], f)
+            assert r[f'{g}/TPIR@FPIR={f:g}'] == pytest.approx(tpir)
+            per.append(tpir)
+        assert r[f'TPIR@FPIR={f:g}'] == pytest.approx(np.mean(per))
+    for g in ('G1', 'G2'):
+        _, r3 = _brute_tpir(Tn[probes].numpy(), lab[probes], To[first][parts == g].numpy(), lab[first][parts == g], 0., k=3)
+        assert r[f'{g}/rank3'] == pytest.approx(r3)
+        assert r[f'{g}/n_mated'] + r[f'{g}/n_nonmated'] == len(probes)
