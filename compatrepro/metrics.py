@@ -449,7 +449,9 @@ def open_set_search(probe, probe_labels, gallery, gallery_labels, gallery_parts=
     for nm_ in names:
         sel = torch.as_tensor(np.nonzero(parts == nm_)[0], device=g.device)
         try: r = tpir_at_fpir(probe, pl, g[sel], gl[sel.cpu().numpy()], fpir, ranks)
-        except ValueError as e: raise ValueError(f"gallery part {nm_!r}: {e}") from None
+        except ValueError as e:
+            if gallery_parts is None: raise
+            raise ValueError(f"gallery part {nm_!r}: {e}") from None
         per.append(r)
         if gallery_parts is not None: out.update({f'{nm_}/{k}': v for k, v in r.items()})
     rates = [k for k in per[0] if k.startswith(('TPIR@', 'rank'))]
