@@ -159,3 +159,53 @@ def test_open_set_search_two_galleries_matches_brute_force(seed):
         _, r3 = _brute_tpir(Tn[probes].numpy(), lab[probes], To[first][parts == g].numpy(), lab[first][parts == g], 0., k=3)
         assert r[f'{g}/rank3'] == pytest.approx(r3)
         assert r[f'{g}/n_mated'] + r[f'{g}/n_nonmated'] == len(probes)
+
+
+# ---- partial backfilling by class, BCT Figure 3 (11_backfill) ----
+from compatrepro.backfill import backfill_curve, class_backfill_masks, class_backfill_search, class_mixed_gallery, class_order
+
+
+def test_class_backfill_masks_backfill_whole_classes_in_growing_sets():
+    rng = np.random.default_rng(0)
+    lab = rng.integers(0, 50, 300)
+    fr = np.round(np.arange(51) * 0.02, 10)
+    mask, k = class_backfill_masks(lab, fr, seed=4)
+    C = len(np.unique(lab))
+    assert k.tolist() == np.floor(np.round(fr * C, 9)).astype(int).tolist()
+    assert not mask[0].any() and mask[-1].all()
+    assert (mask[1:] >= mask[:-1]).all()                                      # once new, a template stays new
+    for m, kk in zip(mask, k):
+        assert len(np.unique(lab[m])) == kk                                  # exactly the first k classes ...
+        assert all(len(set(m[lab == c])) == 1 for c in np.unique(lab))      # ... each one whole
+    # the classes come in class_order's order
+    o = class_order(lab, 4)
+    seq = list(dict.fromkeys(lab[o].tolist()))
+    assert set(lab[mask[10]].tolist()) == set(seq[:k[10]])
+
+
+def test_class_backfill_search_is_the_search_on_each_mixed_gallery():
+    tid, ident, new, old = _random_templates(np.random.default_rng(3), n_img=500, n_tpl=150, n_id=24, d=6)
+    ids, Tn = template_features(new, tid); _, To = template_features(old, tid)
+    lab = template_labels(tid, ident[tid])[1]
+    gal = np.array([np.nonzero(lab == c)[0][0] for c in np.unique(lab)])
+    probes = np.setdiff1d(np.arange(len(ids)), gal)
+    parts = np.where(lab[gal] % 2 == 0, 'G1', 'G2')
+    fr = [0.0, 0.3, 0.5, 1.0]
+    cb = class_backfill_search(Tn[probes], lab[probes], To[gal], Tn[gal], lab[gal], parts, fractions=fr, seed=7, fpir=(0.05, 0.2))
+    for f in fr:
+        g = class_mixed_gallery(To[gal], Tn[gal], lab[gal], f, seed=7)
+        ref = open_set_search(Tn[probes], lab[probes], g, lab[gal], parts, fpir=(0.05, 0.2))
+        for key, v in ref.items(): assert cb.loc[f, key] == pytest.approx(v), (f, key)
+    # the ends: the cross-model test (new probes, old gallery) and the paragon (new, new)
+    assert cb.loc[0.0, 'TPIR@FPIR=0.05'] == pytest.approx(open_set_search(Tn[probes], lab[probes], To[gal], lab[gal], parts, fpir=(0.05,))['TPIR@FPIR=0.05'])
+    assert cb.loc[1.0, 'rank1'] == pytest.approx(open_set_search(Tn[probes], lab[probes], Tn[gal], lab[gal], parts)['rank1'])
+    # one template per class (as IJB-C's galleries): the class fraction is the template fraction, and rank-1 of one gallery
+    # is backfill_curve's top-1 of the mated probes under the same class order
+    g1 = gal[parts == 'G1']
+    cb1 = class_backfill_search(Tn[probes], lab[probes], To[g1], Tn[g1], lab[g1], fractions=fr, seed=7)
+    mated = np.isin(lab[probes], lab[g1])
+    bc = backfill_curve(Tn[probes][mated], To[g1], Tn[g1], lab[probes][mated], lab[g1], class_order(lab[g1], 7), fr,
+                        ('top1', 'top5'), 'cosine', query_is_gallery=False)
+    np.testing.assert_allclose(cb1['rank1'].to_numpy(), bc['top1'].to_numpy()); np.testing.assert_allclose(cb1['rank5'].to_numpy(), bc['top5'].to_numpy())
+    assert cb1['n_templates_backfilled'].tolist() == [int(np.floor(np.round(f * len(g1), 9))) for f in fr]
+    assert 0 < cb1.loc[0.3, 'n_classes_backfilled'] < len(g1)
