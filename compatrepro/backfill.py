@@ -14,14 +14,14 @@ import torch
 from .core import progress
 from .retrieval import as_features, check_same_shape, prepare_features, ranking_distance, block_rows
 from .metrics import (Relevance, parse_metrics, block_counts, per_query_values, _aggregate, _setup,
-                                 order_ranks, m_tilde, auc)
+                                 order_ranks, m_tilde, auc, open_set_search)
 
 # %% auto #0
 __all__ = ['check_order', 'order_from_scores', 'random_order', 'sigma_order', 'cheating_order', 'least_confidence_scores',
            'margin_scores', 'entropy_scores', 'least_confidence_order', 'margin_order', 'entropy_order',
            'old_classifier_order', 'centroid_scores', 'centroid_order', 'class_order', 'backfill_counts',
-           'mixed_gallery', 'backfill_curve', 'step_hits', 'step_curve', 'plot_backfill_curves', 'plot_nfr_curves',
-           'plot_flips']
+           'mixed_gallery', 'backfill_curve', 'step_hits', 'step_curve', 'class_backfill_masks', 'class_mixed_gallery',
+           'class_backfill_search', 'plot_backfill_curves', 'plot_nfr_curves', 'plot_flips']
 
 # %% ../nbs/11_backfill.ipynb #17f7bafc
 def check_order(order, n: int, device=None) -> torch.Tensor:
@@ -292,6 +292,53 @@ def step_curve(query, gallery_old, gallery_new, query_labels, gallery_labels, or
         if len(reference_hits) != len(query): raise ValueError(f"reference_hits has {len(reference_hits)} entries for {len(query)} queries")
         df['NFR@1'] = 100 * nfr_.cpu().numpy() / max(nref, 1)
     df.attrs.update(n=n, n_queries=len(query), n_skipped=len(query) - nv, mode='rank_merge' if query_old is not None else 'mixed')
+    return df
+
+# %% ../nbs/11_backfill.ipynb #cf2154c3
+def class_backfill_masks(gallery_labels, fractions, seed: int = 0):
+    r"""Which gallery items are new at each backfilled fraction $\alpha$ of the gallery's *classes* (BCT App. B): a bool matrix
+    (F, n), True where item $j$'s class is among the first $\lfloor\alpha C\rfloor$ classes of the random class order of
+    `class_order(gallery_labels, seed)`, and the number of backfilled classes at each fraction (F,)."""
+    lab = np.asarray(gallery_labels.cpu() if isinstance(gallery_labels, torch.Tensor) else gallery_labels)
+    if lab.ndim != 1 or len(lab) == 0: raise ValueError(f"gallery_labels must be a non-empty 1-d array (one identity per gallery item), got shape {lab.shape}")
+    uniq, inv = np.unique(lab, return_inverse=True)
+    o = class_order(lab, seed)
+    first = np.full(len(uniq), len(lab)); np.minimum.at(first, inv[o], np.arange(len(lab)))   # where each class starts in o
+    crank = np.argsort(np.argsort(first, kind='stable'), kind='stable')                     # 0 = the first class backfilled
+    k = backfill_counts(fractions, len(uniq))
+    return crank[inv][None, :] < k[:, None], k
+
+def class_mixed_gallery(gallery_old, gallery_new, gallery_labels, fraction: float, seed: int = 0):
+    r"The gallery with the first $\lfloor\alpha C\rfloor$ classes of the random class order backfilled: $\phi_{new}$ for their items, $\phi_{old}$ for the rest."
+    go, gn = as_features(gallery_old, 'gallery_old'), as_features(gallery_new, 'gallery_new')
+    check_same_shape(go, gn.to(go.device), 'gallery_old', 'gallery_new')
+    if len(np.asarray(gallery_labels)) != len(go): raise ValueError(f"gallery_labels has {len(np.asarray(gallery_labels))} entries for {len(go)} gallery items")
+    mask, _ = class_backfill_masks(gallery_labels, [fraction], seed)
+    return torch.where(torch.as_tensor(mask[0], device=go.device)[:, None], gn.to(go.device, go.dtype), go)
+
+def class_backfill_search(probe, probe_labels, gallery_old, gallery_new, gallery_labels, gallery_parts=None, fractions=None,
+                          seed: int = 0, fpir=(1e-2,), ranks=(1, 5)) -> pd.DataFrame:
+    r"""BCT Figure 3: 1:N open-set search of $\phi_{new}$ probes against a gallery backfilled class by class, at each fraction
+    $\alpha$ of the gallery classes (default every 2 %: 0, 0.02, ..., 1). `probe`: $\phi_{new}(\mathcal{Q})$ template features (m, d);
+    `gallery_old` / `gallery_new`: $\phi_{old}(\mathcal{G})$ / $\phi_{new}(\mathcal{G})$ template features (n, d); `gallery_labels`: identities;
+    `gallery_parts`: 'G1'/'G2' per gallery template (None: one gallery); `seed`: the random class order (`class_order`).
+    One row per fraction (index `fraction`): the metrics of `open_set_search` (TPIR@FPIR=f, rank<k>, mean over the parts,
+    and `<part>/...` per part), `n_classes_backfilled` and `n_templates_backfilled`. $\alpha=0$ is the backward-compatibility
+    test $M(\phi_{new}, \phi_{old})$, $\alpha=1$ the paragon $M(\phi_{new}, \phi_{new})$."""
+    go, gn = as_features(gallery_old, 'gallery_old'), as_features(gallery_new, 'gallery_new', device=None)
+    check_same_shape(go, gn.to(go.device), 'gallery_old', 'gallery_new')
+    lab = np.asarray(gallery_labels.cpu() if isinstance(gallery_labels, torch.Tensor) else gallery_labels)
+    if lab.shape != (len(go),): raise ValueError(f"gallery_labels has shape {lab.shape} for {len(go)} gallery templates: give one identity per template")
+    fr = np.round(np.arange(51) * 0.02, 10) if fractions is None else np.asarray(fractions, dtype=np.float64).ravel()
+    mask, k = class_backfill_masks(lab, fr, seed)
+    gn = gn.to(go.device, go.dtype)
+    rows = []
+    for f, m, kc in zip(fr, mask, k):
+        g = torch.where(torch.as_tensor(m, device=go.device)[:, None], gn, go)
+        rows.append(open_set_search(probe, probe_labels, g, lab, gallery_parts, fpir, ranks)
+                    | dict(n_classes_backfilled=int(kc), n_templates_backfilled=int(m.sum())))
+    df = pd.DataFrame(rows, index=pd.Index(fr, name='fraction'))
+    df.attrs.update(n_classes=len(np.unique(lab)), n_templates=len(lab), seed=seed, mode='class backfill (BCT App. B)')
     return df
 
 # %% ../nbs/11_backfill.ipynb #25cc94a8

@@ -8,6 +8,7 @@ import math, re
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .core import progress, register_version
@@ -20,8 +21,9 @@ register_version('eval', EVAL_VERSION)
 # %% auto #0
 __all__ = ['EVAL_VERSION', 'parse_metrics', 'roxford_relevance', 'Relevance', 'block_counts', 'per_query_values',
            'evaluate_blocks', 'retrieval_metrics', 'retrieval_hits', 'brute_force_metrics', 'tie_features', 'nfr',
-           'flips', 'template_features', 'tar_at_far', 'verification_scores', 'tpir_at_fpir', 'is_compatible',
-           'update_gain', 'order_ranks', 'kendall_tau', 'm_tilde', 'auc']
+           'flips', 'template_features', 'template_labels', 'tar_far_points', 'tar_at_far', 'verification_scores',
+           'pair_verification', 'tpir_at_fpir', 'open_set_search', 'is_compatible', 'update_gain', 'order_ranks',
+           'kendall_tau', 'm_tilde', 'auc']
 
 # %% ../nbs/10_metrics.ipynb #7e5ab6f8
 _METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|rmAP@(\d+)|NFR@(\d+)|pos_flips@(\d+)|neg_flips@(\d+))$')
@@ -293,30 +295,74 @@ def flips(reference_hits, hits) -> tuple[int, int]:
     return int((~r & h).sum()), int((r & ~h).sum())
 
 # %% ../nbs/10_metrics.ipynb #cf00ba7f
-def template_features(features, template_ids, normalize: bool = True):
-    "(template ids, mean feature per template) with each image feature $l_2$-normalized first (`normalize`)."
+def template_features(features, template_ids, normalize_images: bool = False):
+    r"""IJB-C template pooling: (sorted template ids, unit-length template features $\phi(t)$ (T, d)).
+    $\phi(t) = \bar\phi_t/\lVert\bar\phi_t\rVert$, $\bar\phi_t$ the mean of the features $\phi(x)$ of the template's images
+    (`features` (n, d), one `template_ids` entry per row). This is the usual IJB-C pooling; BCT does not state its pooling.
+    `normalize_images=True` $\ell_2$-normalises each image feature before the mean."""
     x = as_features(features, 'features')
-    ids = np.asarray(template_ids)
+    ids = np.asarray(template_ids.cpu() if isinstance(template_ids, torch.Tensor) else template_ids)
+    if ids.ndim != 1: raise ValueError(f"template_ids must be 1-d (one template id per image), got shape {ids.shape}")
     check_labels(ids, len(x), 'template_ids', 'features')
     uniq, inv = np.unique(ids, return_inverse=True)
-    if normalize: x = prepare_features(x, 'cosine', 'features')
+    if normalize_images: x = prepare_features(x, 'cosine', 'features')
     inv_t = torch.as_tensor(inv, device=x.device)
     out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, inv_t, x)
     out /= torch.bincount(inv_t, minlength=len(uniq))[:, None].to(x.dtype)
+    return uniq, prepare_features(out, 'cosine', 'template features (the mean of a template is zero)')
+
+def template_labels(template_ids, labels):
+    "(sorted template ids, identity label of each template) from per-image `template_ids` and `labels`; a template must hold one identity."
+    ids = np.asarray(template_ids.cpu() if isinstance(template_ids, torch.Tensor) else template_ids)
+    lab = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
+    if ids.ndim != 1 or lab.shape != ids.shape:
+        raise ValueError(f"template_ids {ids.shape} and labels {lab.shape} must be 1-d with one entry per image")
+    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    out = lab[first]
+    bad = np.nonzero(out[inv] != lab)[0]
+    if len(bad): raise ValueError(f"templates {np.unique(ids[bad])[:5].tolist()} hold images of more than one identity; "
+                                  "a template is one person's images (BCT sec. 3.1): fix the template ids")
     return uniq, out
 
-def tar_at_far(scores, is_genuine, far: float | Sequence[float] = 1e-4):
-    "True acceptance rate (percent) at false acceptance rate <= `far` (accept when score >= threshold)."
-    s = np.asarray(scores, dtype=np.float64); y = np.asarray(is_genuine, dtype=bool)
+def _template_rows(ids, wanted, what: str) -> np.ndarray:
+    "Row of each template id of `wanted` among `ids` (from `template_features`); unknown ids are an error."
+    w = np.asarray(wanted.cpu() if isinstance(wanted, torch.Tensor) else wanted)
+    rows = pd.Index(np.asarray(ids)).get_indexer(w.ravel())
+    if (rows < 0).any():
+        raise ValueError(f"{what} names template ids {w.ravel()[rows < 0][:5].tolist()} that are not among the templates "
+                         f"({len(ids)} of them): pool the features of every template the pairs use with template_features")
+    return rows.reshape(w.shape)
+
+def tar_far_points(scores, is_genuine, far: float | Sequence[float] = (1e-4,)) -> list[dict]:
+    r"""Each FAR's operating point of a verification ROC (accept when score $\ge \theta$): TAR (percent), the threshold
+    $\theta$ (the lowest observed score whose FAR is $\le$ `far`; inf when none), the false accepts at $\theta$ and the numbers
+    of impostor and genuine pairs."""
+    s = np.asarray(scores, dtype=np.float64); y = np.asarray(is_genuine)
     if s.shape != y.shape or s.ndim != 1: raise ValueError(f"scores {s.shape} and is_genuine {y.shape} must be 1-d of equal length")
+    if y.dtype != bool:
+        if not (np.issubdtype(y.dtype, np.number) and np.isin(y, (0, 1)).all()):
+            raise TypeError(f"is_genuine must be boolean flags (True for a genuine pair), got dtype {y.dtype}")
+        y = y.astype(bool)
+    if not np.isfinite(s).all(): raise ValueError(f"scores hold {int((~np.isfinite(s)).sum())} NaN or infinite values: the features are broken")
     if not y.any() or y.all(): raise ValueError("need both genuine and impostor pairs to measure TAR@FAR")
+    fars = [far] if np.isscalar(far) else list(far)
+    if not all(0 <= f <= 1 for f in fars): raise ValueError(f"far must lie in [0, 1], got {fars}")
     o = np.argsort(-s, kind='stable'); s, y = s[o], y[o]
     last = np.r_[np.nonzero(np.diff(s))[0], len(s) - 1]          # ends of groups of equal scores
-    tar, fa = np.cumsum(y)[last] / y.sum(), np.cumsum(~y)[last] / (~y).sum()
-    def one(f):
-        ok = fa <= f
-        return 100 * float(tar[ok].max()) if ok.any() else 0.0
-    return one(far) if np.isscalar(far) else [one(f) for f in far]
+    ng, ni = int(y.sum()), int((~y).sum())
+    ta, fa = np.cumsum(y)[last], np.cumsum(~y)[last]
+    out = []
+    for f in fars:
+        ok = np.nonzero(fa <= f*ni + 1e-9)[0]                    # FAR is non-decreasing down the ranking
+        i = ok[-1] if len(ok) else None
+        out.append(dict(far=f, TAR=100*ta[i]/ng if i is not None else 0.0, threshold=float(s[last[i]]) if i is not None else np.inf,
+                        false_accepts=int(fa[i]) if i is not None else 0, n_impostor=ni, n_genuine=ng))
+    return out
+
+def tar_at_far(scores, is_genuine, far: float | Sequence[float] = 1e-4):
+    "True acceptance rate (percent) at false acceptance rate <= `far` (accept when score >= threshold); a list for several FARs."
+    tar = [p['TAR'] for p in tar_far_points(scores, is_genuine, far)]
+    return tar[0] if np.isscalar(far) else tar
 
 def verification_scores(feat_a, feat_b) -> np.ndarray:
     "Cosine similarity of row i of `feat_a` with row i of `feat_b` (template pairs)."
@@ -324,12 +370,43 @@ def verification_scores(feat_a, feat_b) -> np.ndarray:
     if a.shape != b.shape: raise ValueError(f"feat_a {tuple(a.shape)} and feat_b {tuple(b.shape)} must pair row by row")
     return (a * b.to(a.dtype)).sum(1).cpu().numpy()
 
+def pair_verification(first, second, pairs, is_genuine, far=(1e-4,)) -> dict:
+    r"""IJB-C 1:1 verification with one model per side of a pair (BCT sec. 3.3, eq. 2's $M(\phi_{new}, \phi_{old})$): the score of
+    pair $(a, b)$ is $\cos(\phi_1(a), \phi_2(b))$. `first`, `second`: `(template ids, template features)` of the models applied
+    to the first and to the second template (from `template_features`; the same tuple twice for a single model).
+    `pairs`: (P, 2) template ids $(a, b)$; `is_genuine`: (P,) booleans. Returns `TAR@FAR=f` (percent), `false_accepts@FAR=f`
+    and `threshold@FAR=f` per `far`, and `n_impostor`, `n_genuine`: a point with fewer than 10 false accepts is not resolved."""
+    (ia, Fa), (ib, Fb) = first, second
+    Fa, Fb = as_features(Fa, 'first template features'), as_features(Fb, 'second template features')
+    if Fa.shape[1] != Fb.shape[1]:
+        raise ValueError(f"the first model's templates have dimension {Fa.shape[1]} and the second's {Fb.shape[1]}: a cross-model "
+                         "score needs one space (for BCT's longer new embedding pass its first d_old entries, BCT sec. 3.6)")
+    for nm, (i_, F_) in (('first', (ia, Fa)), ('second', (ib, Fb))):
+        if len(np.asarray(i_)) != len(F_): raise ValueError(f"{nm}: {len(np.asarray(i_))} template ids for {len(F_)} template features")
+    pr = np.asarray(pairs.cpu() if isinstance(pairs, torch.Tensor) else pairs)
+    if pr.ndim != 2 or pr.shape[1] != 2: raise ValueError(f"pairs must be (P, 2) template ids (first, second), got shape {pr.shape}")
+    g = np.asarray(is_genuine.cpu() if isinstance(is_genuine, torch.Tensor) else is_genuine)
+    if g.shape != (len(pr),): raise ValueError(f"is_genuine has shape {g.shape} for {len(pr)} pairs: give one flag per pair")
+    ra, rb = _template_rows(ia, pr[:, 0], 'pairs[:, 0]'), _template_rows(ib, pr[:, 1], 'pairs[:, 1]')
+    sc = verification_scores(Fa[torch.as_tensor(ra, device=Fa.device)], Fb[torch.as_tensor(rb, device=Fb.device)])
+    out = {}
+    for p in tar_far_points(sc, g, far):
+        f = p['far']
+        out[f'TAR@FAR={f:g}'], out[f'false_accepts@FAR={f:g}'], out[f'threshold@FAR={f:g}'] = p['TAR'], p['false_accepts'], p['threshold']
+    out.update(n_impostor=p['n_impostor'], n_genuine=p['n_genuine'])
+    return out
+
 def tpir_at_fpir(probe, probe_ids, gallery, gallery_ids, fpir=(1e-2,), ranks=(1, 5)) -> dict:
-    """1:N open-set search (cosine): TPIR (percent) at each FPIR and the rank-k retrieval rates of mated probes.
-    A probe is mated when its id is among `gallery_ids`."""
+    """1:N open-set search (cosine) of one gallery: TPIR (percent) at each FPIR, the rank-k identification rates of mated
+    probes, the false alarms at each FPIR's threshold, and the numbers of mated and non-mated probes.
+    A probe is mated when its identity (`probe_ids`) is among `gallery_ids`."""
     p = prepare_features(as_features(probe, 'probe'), 'cosine', 'probe'); g = prepare_features(as_features(gallery, 'gallery', p.device), 'cosine', 'gallery').to(p.dtype)
-    pid, gid = np.asarray(probe_ids), np.asarray(gallery_ids)
+    if p.shape[1] != g.shape[1]: raise ValueError(f"probe has dimension {p.shape[1]} but gallery has {g.shape[1]}: both must be in one space")
+    pid = np.asarray(probe_ids.cpu() if isinstance(probe_ids, torch.Tensor) else probe_ids)
+    gid = np.asarray(gallery_ids.cpu() if isinstance(gallery_ids, torch.Tensor) else gallery_ids)
     check_labels(pid, len(p), 'probe_ids', 'probe'); check_labels(gid, len(g), 'gallery_ids', 'gallery')
+    fpirs = [fpir] if np.isscalar(fpir) else list(fpir)
+    if not all(0 <= f <= 1 for f in fpirs): raise ValueError(f"fpir must lie in [0, 1], got {fpirs}")
     mated = np.isin(pid, gid)
     if not mated.any() or mated.all(): raise ValueError("TPIR@FPIR needs both mated and non-mated probes")
     best = torch.cat([(1 - p[s:s+4096] @ g.T).min(1).values for s in range(0, len(p), 4096)]).cpu().numpy()
@@ -339,11 +416,47 @@ def tpir_at_fpir(probe, probe_ids, gallery, gallery_ids, fpir=(1e-2,), ranks=(1,
     vals, valid = evaluate_blocks(p, g, rel, 'cosine', parsed)
     hit1 = (vals['top1'][2][:, 0] > 0.5).cpu().numpy()
     nm = np.sort(best[~mated])                                   # best distance of non-mated probes
-    for f in (fpir if not np.isscalar(fpir) else [fpir]):
-        allowed = int(np.floor(f * len(nm)))
+    for f in fpirs:
+        allowed = int(np.floor(f * len(nm) + 1e-9))
         thr = nm[allowed] if allowed < len(nm) else np.inf      # accept when distance < thr
         out[f'TPIR@FPIR={f:g}'] = 100 * float((hit1 & mated & (best < thr)).sum() / mated.sum())
+        out[f'false_alarms@FPIR={f:g}'] = int((nm < thr).sum())
     for k in ranks: out[f'rank{k}'] = 100 * float((vals[f'top{k}'][2][:, 0].cpu().numpy() > 0.5)[mated].mean())
+    out.update(n_mated=int(mated.sum()), n_nonmated=int((~mated).sum()))
+    return out
+
+def open_set_search(probe, probe_labels, gallery, gallery_labels, gallery_parts=None, fpir=(1e-2,), ranks=(1, 5)) -> dict:
+    r"""IJB-C 1:N open-set search over disjoint galleries (G1, G2): every probe template searches each part, and a probe whose
+    identity is not in that part is non-mated there. `probe` $\phi_q(\mathcal{Q})$ (m, d) and `gallery` $\phi_g(\mathcal{G})$ (n, d)
+    are template features; different models give BCT's cross-model test ($\phi_q = \phi_{new}$, $\phi_g = \phi_{old}$, sec. 3.3),
+    a partly backfilled gallery its partial-backfill point (App. B). `gallery_parts` (n,): the part of each gallery template
+    (e.g. 'G1', 'G2'); None: one gallery. Returns `<part>/<metric>` for each part (metrics of `tpir_at_fpir`) and the mean of
+    the rates over the parts under the bare metric names."""
+    pl = np.asarray(probe_labels.cpu() if isinstance(probe_labels, torch.Tensor) else probe_labels)
+    gl = np.asarray(gallery_labels.cpu() if isinstance(gallery_labels, torch.Tensor) else gallery_labels)
+    g = as_features(gallery, 'gallery')
+    check_labels(gl, len(g), 'gallery_labels', 'gallery')
+    parts = np.zeros(len(gl), dtype=np.int64) if gallery_parts is None else np.asarray(gallery_parts)
+    if parts.shape != gl.shape: raise ValueError(f"gallery_parts has shape {parts.shape} for {len(gl)} gallery templates: give one part name per template")
+    names = list(dict.fromkeys(parts.tolist()))
+    seen = {}
+    for nm_ in names:
+        for c in np.unique(gl[parts == nm_]).tolist():
+            if c in seen: raise ValueError(f"identity {c!r} has templates in gallery parts {seen[c]!r} and {nm_!r}: IJB-C's galleries "
+                                          "G1 and G2 are disjoint in identity; put each identity's gallery templates in one part")
+            seen[c] = nm_
+    out, per = {}, []
+    for nm_ in names:
+        sel = torch.as_tensor(np.nonzero(parts == nm_)[0], device=g.device)
+        try: r = tpir_at_fpir(probe, pl, g[sel], gl[sel.cpu().numpy()], fpir, ranks)
+        except ValueError as e:
+            if gallery_parts is None: raise
+            raise ValueError(f"gallery part {nm_!r}: {e}") from None
+        per.append(r)
+        if gallery_parts is not None: out.update({f'{nm_}/{k}': v for k, v in r.items()})
+    rates = [k for k in per[0] if k.startswith(('TPIR@', 'rank'))]
+    out.update({k: float(np.mean([r[k] for r in per])) for k in rates})
+    if gallery_parts is None: out.update({k: v for k, v in per[0].items() if k not in rates})
     return out
 
 # %% ../nbs/10_metrics.ipynb #4e7ea137

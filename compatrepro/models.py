@@ -130,18 +130,20 @@ class ModelConfig:
     normalize: bool = False
     scale: str = 'paper'
     image_size: int|None = None
+    embedding_relu: bool = False   # BCT Table 3's phi^ReLU: a ReLU after the embedding layer
 
 class EmbeddingModel(nn.Module):
     r"A backbone with an embedding layer, $\phi(x)\in\mathbb{R}^d$, and its classifier head $\kappa$ (`model.head`)."
     def __init__(self, arch: str = 'resnet18', emb_dim: int = 128, class_ids=(), head: str = 'linear',
                  head_scale: float|None = None, head_margin: float|None = None, normalize: bool = False,
-                 scale: str = 'paper', image_size: int|None = None):
+                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False):
         super().__init__()
         if isinstance(class_ids, int): class_ids = range(class_ids)
         class_ids = tuple(int(c) for c in class_ids)
         if not class_ids: raise ValueError("class_ids is empty: give the global class ids the head classifies (e.g. ds.classes)")
         if int(emb_dim) <= 0: raise ValueError(f"emb_dim must be positive, got {emb_dim}")
-        self.config = ModelConfig(arch, int(emb_dim), class_ids, head, head_scale, head_margin, bool(normalize), scale, image_size)
+        self.config = ModelConfig(arch, int(emb_dim), class_ids, head, head_scale, head_margin, bool(normalize), scale, image_size,
+                                  bool(embedding_relu))
         self.backbone, width = make_backbone(arch, scale, image_size)
         self.embedding = nn.Linear(width, emb_dim)
         self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin)
@@ -152,8 +154,9 @@ class EmbeddingModel(nn.Module):
     def class_ids(self) -> torch.Tensor: return self.head.class_ids
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        r"The features $\phi(x)$ ($N \times d$), unit length when the model normalises."
+        r"The features $\phi(x)$ ($N \times d$): $\max(0, \cdot)$ of the embedding with `embedding_relu`, then unit length when the model normalises."
         f = self.embedding(torch.flatten(self.backbone(x), 1))
+        if self.config.embedding_relu: f = F.relu(f)
         return F.normalize(f.float(), dim=1) if self.config.normalize else f
 
     def logits(self, x: torch.Tensor, labels: torch.Tensor|None = None) -> torch.Tensor:

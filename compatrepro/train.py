@@ -19,7 +19,7 @@ from .core import (KEY_NEW_FIELD, STANDIN_SCALES, atomic_path, check_scale, cont
                               progress, register_version, seed_everything, spec_key)
 from .manifests import IMAGENET_MEAN, IMAGENET_STD
 from . import losses as L
-from .models import (EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
+from .models import (ARCHS, EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
                                 transformation_artifact)
 from .features import extract_features
 
@@ -67,6 +67,7 @@ class BackboneSpec:
     objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
     simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
     init: str = field(default='seed', metadata=KEY_NEW_FIELD)  # initial weights: 'seed' (from `seed` alone) or 'spec' (see `init_seed`)
+    embedding_relu: bool = field(default=False, metadata=KEY_NEW_FIELD)  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -118,10 +119,16 @@ def _family(split: str) -> str:
     raise ValueError(f"no recipe for split {split!r}: expected a name starting with imagenet, places, vggface2, "
                      "imdbface, gldv2, cifar or market (see compatrepro.data.list_splits())")
 
-def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> BackboneSpec:
-    """The paper's backbone recipe for `split` at `scale` (the stand-in recipes at 'tiny' and 'smoke'), with `overrides` of any `BackboneSpec` field.
+def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: str|None = None, **overrides) -> BackboneSpec:
+    r"""The paper's backbone recipe for `split` at `scale` (the stand-in recipes at 'tiny' and 'smoke'), with `overrides` of any `BackboneSpec` field.
     Paper scale: ImageNet/Places/VGGFace2/CIFAR/Market/GLDv2-FastFill runs use the NVIDIA recipe (FastFill App. A.2), IMDB-Face
-    BCT's (sec. 3.2). `split` may be a RACT GLDv2 split; pass `optimizer='adam'` etc. or use `ract_recipe()` for RACT's own."""
+    BCT's (sec. 3.2). `split` may be a RACT GLDv2 split; pass `optimizer='adam'` etc. or use `ract_recipe()` for RACT's own.
+    `steps_like='resnet18'` (stand-in scales): give the model the epochs, hence the optimizer steps, that the stand-in
+    recipe gives that architecture instead of the fewer epochs of `TINY_EPOCHS_BY_ARCH`, so that rows of different
+    architectures (BCT Table 3's $\phi^{R152}_{new-\beta}$ against a ResNet-101 $\phi_{old}$) train for equally many steps.
+    At paper scale every architecture already has its paper's epochs and batch, and `steps_like` changes nothing."""
+    if steps_like is not None and steps_like not in ARCHS:
+        raise ValueError(f"steps_like={steps_like!r} is not an architecture; use one of {ARCHS} (or None for the recipe's own epochs)")
     fam = _family(split)
     kw = dict(split=split, scale=scale, seed=seed)
     if fam == 'imagenet': kw.update(arch='resnet50', emb_dim=128)
@@ -138,7 +145,7 @@ def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -
         recipe, by_arch = STANDIN_RECIPES[scale]
         arch = kw['arch'] = overrides.get('arch', 'resnet18')
         kw.update(recipe)
-        kw['epochs'] = by_arch.get(arch, recipe['epochs'])
+        kw['epochs'] = by_arch.get(steps_like or arch, recipe['epochs'])
         kw['warmup_epochs'] = min(kw['warmup_epochs'], kw['epochs'])
         if fam == 'imdbface':   # keep BCT's step schedule, at its relative milestones
             kw.update(schedule='step', milestones=tuple(round(kw['epochs']*m/16, 2) for m in (8, 12, 14)), warmup_epochs=0.)
@@ -337,7 +344,7 @@ def _load_ckpt(path):
 
 # %% ../nbs/07_train.ipynb #7455f4cf
 INIT_FIELDS = ('split', 'scale', 'seed', 'data_seed', 'arch', 'emb_dim', 'head', 'head_scale', 'head_margin',
-               'normalize', 'compat', 'objective')
+               'normalize', 'compat', 'objective', 'embedding_relu')
 
 def init_seed(spec: BackboneSpec) -> int:
     "The seed of `spec`'s initial weights: `spec.seed` when `spec.init == 'seed'`, else a hash of its `INIT_FIELDS`."
@@ -354,7 +361,8 @@ def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
     just seeded with `spec.seed` (exactly what it always did, so the committed runs' models are unchanged)."""
     image_size = _image_size(ds)
     build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
-                                   spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None)
+                                   spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None,
+                                   spec.embedding_relu)
     if spec.init == 'seed': return build()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed(spec))

@@ -49,7 +49,7 @@ def test_ijbc_is_open_set(cache):
     pf, pl, _, _ = template_means(q); gf, gl, gh, _ = template_means(g)
     for h in (1, 2):
         out = tpir_at_fpir(pf, pl, gf[gh == h], gl[gh == h], fpir=(0.25, 0.5))
-        assert set(out) == {'TPIR@FPIR=0.25', 'TPIR@FPIR=0.5', 'rank1', 'rank5'}
+        assert {'TPIR@FPIR=0.25', 'TPIR@FPIR=0.5', 'rank1', 'rank5'} <= set(out) and out['n_nonmated'] > 0
     with pytest.raises(ValueError, match='non-mated'):
         tpir_at_fpir(pf, pl, gf, gl)                                        # G1 + G2 together: every probe mated
     # 1:1: the pairs' genuine flag is "same subject", and TAR@FAR is measurable
