@@ -15,9 +15,10 @@ from torch import nn
 from .core import STANDIN_SCALES, check_scale
 
 # %% auto #0
-__all__ = ['HEAD_DEFAULTS', 'ARCHS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem', 'make_backbone', 'ModelConfig',
-           'EmbeddingModel', 'load_model', 'to_device', 'autocast', 'lbr', 'mlp_blocks', 'FCTTransformation',
-           'RMTransformation', 'make_transformation', 'transformation_artifact', 'load_transformation']
+__all__ = ['HEAD_DEFAULTS', 'ARCHS', 'EMBEDDINGS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem', 'make_backbone', 'ModelConfig',
+           'EmbeddingModel', 'load_model', 'mlfct_embedding_block', 'to_device', 'autocast', 'lbr', 'mlp_blocks',
+           'FCTTransformation', 'RMTransformation', 'make_transformation', 'transformation_artifact',
+           'load_transformation']
 
 # %% ../nbs/05_models.ipynb #e927ebc7
 from .losses import HEADS as HEAD_KINDS, linear_logits, normalized_softmax_logits, cosface_logits, arcface_logits
@@ -27,7 +28,8 @@ _MARGIN_LOGITS = {'cosface': cosface_logits, 'arcface': arcface_logits}
 
 class ClassifierHead(nn.Module):
     r"The classifier $\kappa_{w_c}$: features $f$ ($N\times d$) $\to$ logits ($N\times C$), one row per class in `class_ids`."
-    def __init__(self, emb_dim: int, class_ids, kind: str = 'linear', scale: float|None = None, margin: float|None = None):
+    def __init__(self, emb_dim: int, class_ids, kind: str = 'linear', scale: float|None = None, margin: float|None = None,
+                 bias: bool = True):
         super().__init__()
         if kind not in HEAD_KINDS: raise ValueError(f"head kind {kind!r} is unknown; use one of {HEAD_KINDS}")
         class_ids = torch.as_tensor(list(class_ids) if not torch.is_tensor(class_ids) else class_ids, dtype=torch.long)
@@ -39,9 +41,9 @@ class ClassifierHead(nn.Module):
         self.margin = float(margin if margin is not None else (m0 or 0.0))
         self.register_buffer('class_ids', class_ids.clone())
         self.weight = nn.Parameter(torch.empty(len(class_ids), emb_dim))
-        self.bias = nn.Parameter(torch.zeros(len(class_ids))) if kind == 'linear' else None
+        self.bias = nn.Parameter(torch.zeros(len(class_ids))) if kind == 'linear' and bias else None   # bias=False: FCT's
         nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5)) if kind == 'linear' else nn.init.normal_(self.weight, std=0.01)
-        if kind == 'linear': nn.init.uniform_(self.bias, -1/math.sqrt(emb_dim), 1/math.sqrt(emb_dim))
+        if self.bias is not None: nn.init.uniform_(self.bias, -1/math.sqrt(emb_dim), 1/math.sqrt(emb_dim))
 
     @property
     def loss_kw(self) -> dict:
@@ -131,22 +133,28 @@ class ModelConfig:
     scale: str = 'paper'
     image_size: int|None = None
     embedding_relu: bool = False   # BCT Table 3's phi^ReLU: a ReLU after the embedding layer
+    embedding: str = 'linear'      # 'linear' (a layer after pooling) or 'mlfct' (FCT's: the last block outputs d channels)
 
 class EmbeddingModel(nn.Module):
     r"A backbone with an embedding layer, $\phi(x)\in\mathbb{R}^d$, and its classifier head $\kappa$ (`model.head`)."
     def __init__(self, arch: str = 'resnet18', emb_dim: int = 128, class_ids=(), head: str = 'linear',
                  head_scale: float|None = None, head_margin: float|None = None, normalize: bool = False,
-                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False):
+                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False, embedding: str = 'linear'):
         super().__init__()
         if isinstance(class_ids, int): class_ids = range(class_ids)
         class_ids = tuple(int(c) for c in class_ids)
         if not class_ids: raise ValueError("class_ids is empty: give the global class ids the head classifies (e.g. ds.classes)")
         if int(emb_dim) <= 0: raise ValueError(f"emb_dim must be positive, got {emb_dim}")
         self.config = ModelConfig(arch, int(emb_dim), class_ids, head, head_scale, head_margin, bool(normalize), scale, image_size,
-                                  bool(embedding_relu))
+                                  bool(embedding_relu), embedding)
+        if embedding not in EMBEDDINGS: raise ValueError(f"embedding={embedding!r} is unknown; use one of {EMBEDDINGS}")
         self.backbone, width = make_backbone(arch, scale, image_size)
-        self.embedding = nn.Linear(width, emb_dim)
-        self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin)
+        if embedding == 'mlfct':
+            if not arch.startswith('resnet'): raise ValueError(f"embedding='mlfct' is FCT's ResNet embedding; {arch} is not a ResNet")
+            mlfct_embedding_block(self.backbone, int(emb_dim))
+            self.embedding = nn.Identity()
+        else: self.embedding = nn.Linear(width, emb_dim)
+        self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin, bias=embedding != 'mlfct')
 
     @property
     def emb_dim(self) -> int: return self.config.emb_dim
@@ -175,6 +183,29 @@ def load_model(artifact: dict, device: str|torch.device = 'cpu') -> EmbeddingMod
     m = EmbeddingModel(**artifact['config'])
     m.load_state_dict(artifact['state_dict'])
     return m.to(device).eval()
+
+# %% ../nbs/05_models.ipynb #e51f2d42
+EMBEDDINGS = ('linear', 'mlfct')
+
+def mlfct_embedding_block(backbone: nn.Module, emb_dim: int) -> nn.Module:
+    """Make the last residual block of a torchvision ResNet's `layer4` output `emb_dim` channels, as FCT's code does
+    (`models/resnet.py` of apple/ml-fct: its last block maps to the embedding size, projection shortcut, closing ReLU kept)."""
+    from torchvision.models.resnet import BasicBlock, Bottleneck, conv1x1
+    blocks = list(backbone.layer4)
+    last = blocks[-1]
+    inplanes = last.conv1.in_channels if len(blocks) > 1 else (last.conv3 if isinstance(last, Bottleneck) else last.conv2).out_channels
+    down = nn.Sequential(conv1x1(inplanes, emb_dim), nn.BatchNorm2d(emb_dim))
+    if isinstance(last, Bottleneck):
+        width = last.conv1.out_channels
+        new = Bottleneck(inplanes, width, downsample=down)
+        new.conv3, new.bn3 = conv1x1(width, emb_dim), nn.BatchNorm2d(emb_dim)
+        convs = (new.conv1, new.conv2, new.conv3)
+    else:
+        new = BasicBlock(inplanes, emb_dim, downsample=down)
+        convs = (new.conv1, new.conv2)
+    for c in convs + (down[0],): nn.init.kaiming_normal_(c.weight, mode='fan_out', nonlinearity='relu')
+    backbone.layer4 = nn.Sequential(*(blocks[:-1] if len(blocks) > 1 else blocks), new)
+    return backbone
 
 # %% ../nbs/05_models.ipynb #1193b051
 def to_device(model: nn.Module, device: str|torch.device) -> nn.Module:

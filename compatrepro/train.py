@@ -19,7 +19,7 @@ from .core import (KEY_NEW_FIELD, STANDIN_SCALES, atomic_path, check_scale, cont
                               progress, register_version, seed_everything, spec_key)
 from .manifests import IMAGENET_MEAN, IMAGENET_STD
 from . import losses as L
-from .models import (ARCHS, EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
+from .models import (ARCHS, EMBEDDINGS, EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
                                 transformation_artifact)
 from .features import extract_features
 
@@ -68,6 +68,7 @@ class BackboneSpec:
     simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
     init: str = field(default='seed', metadata=KEY_NEW_FIELD)  # initial weights: 'seed' (from `seed` alone) or 'spec' (see `init_seed`)
     embedding_relu: bool = field(default=False, metadata=KEY_NEW_FIELD)  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
+    embedding: str = field(default='linear', metadata=KEY_NEW_FIELD)  # 'linear' or 'mlfct' (FCT's embedding, see 05_models)
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -75,6 +76,7 @@ class BackboneSpec:
         if self.schedule not in ('cosine', 'step'): raise ValueError(f"schedule={self.schedule!r}: use 'cosine' or 'step'")
         if self.head not in L.HEADS: raise ValueError(f"head={self.head!r} is not one of {L.HEADS}")
         if self.objective not in ('supervised', 'simclr'): raise ValueError(f"objective={self.objective!r}: use 'supervised' or 'simclr'")
+        if self.embedding not in EMBEDDINGS: raise ValueError(f"embedding={self.embedding!r}: use one of {EMBEDDINGS}")
         if self.init not in ('seed', 'spec'): raise ValueError(f"init={self.init!r}: use 'seed' or 'spec' (see compatrepro.train.init_seed)")
         if self.objective == 'simclr' and (self.compat is not None or not self.augment):
             raise ValueError("objective='simclr' needs augment=True (its two views) and no compat term")
@@ -344,7 +346,7 @@ def _load_ckpt(path):
 
 # %% ../nbs/07_train.ipynb #7455f4cf
 INIT_FIELDS = ('split', 'scale', 'seed', 'data_seed', 'arch', 'emb_dim', 'head', 'head_scale', 'head_margin',
-               'normalize', 'compat', 'objective', 'embedding_relu')
+               'normalize', 'compat', 'objective', 'embedding_relu', 'embedding')
 
 def init_seed(spec: BackboneSpec) -> int:
     "The seed of `spec`'s initial weights: `spec.seed` when `spec.init == 'seed'`, else a hash of its `INIT_FIELDS`."
@@ -362,7 +364,7 @@ def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
     image_size = _image_size(ds)
     build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
                                    spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None,
-                                   spec.embedding_relu)
+                                   spec.embedding_relu, spec.embedding)
     if spec.init == 'seed': return build()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed(spec))
