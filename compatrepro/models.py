@@ -238,9 +238,10 @@ def mlp_blocks(d_in: int, d_out: int, n_blocks: int = 2, hidden: int|None = None
 # %% ../nbs/05_models.ipynb #87e62921
 class FCTTransformation(nn.Module):
     r"FCT's $h_\theta(\phi_{old}, \text{side})$, optionally with FastFill's $\psi_\vartheta$ giving $\log\sigma^2$ from $h$."
-    def __init__(self, old_dim: int, new_dim: int, side_dim: int|None = None, inner_dim: int = 2048, uncertainty: bool = False):
+    def __init__(self, old_dim: int, new_dim: int, side_dim: int|None = None, inner_dim: int = 2048, uncertainty: bool = False,
+                 normalize: bool = False):
         super().__init__()
-        self.old_dim, self.new_dim, self.side_dim = old_dim, new_dim, side_dim
+        self.old_dim, self.new_dim, self.side_dim, self.normalize = old_dim, new_dim, side_dim, normalize
         sd = side_dim or old_dim
         self.p_old = nn.Sequential(lbr(old_dim, 2*old_dim), lbr(2*old_dim, 2*new_dim))
         self.p_side = nn.Sequential(lbr(sd, 2*sd), lbr(2*sd, 2*new_dim))
@@ -257,6 +258,7 @@ class FCTTransformation(nn.Module):
         elif side is None or side.shape[-1] != self.side_dim:
             raise ValueError(f"this transformation needs side-information of shape [N, {self.side_dim}]")
         h = self.mixer(torch.cat([self.p_old(old), self.p_side(side)], dim=1))
+        if self.normalize: h = F.normalize(h, dim=1)   # FastFill App. A.2 on VGGFace2; psi then reads the unit h
         if self.psi is None: return h
         return h, self.psi(h).squeeze(1)
 

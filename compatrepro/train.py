@@ -528,6 +528,7 @@ class TransformationSpec:
     freeze_bn_epoch: float|None = 40     # BatchNorm frozen (eval mode) from this epoch on; None: never
     psi_grad_to_h: bool = field(default=True, metadata=KEY_NEW_FIELD)   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
                                          # backbone); False: psi reads h with the gradient stopped (an ablation)
+    normalize_h: bool = field(default=False, metadata=KEY_NEW_FIELD)   # h(phi_old) of unit length (FastFill App. A.2, VGGFace2)
     lr_steps_per: str = field(default='iteration', metadata=KEY_NEW_FIELD)  # the cosine schedule moves every 'iteration', or
                                          # every 'epoch' as FCT's code (`utils/schedulers.py` of apple/ml-fct) does
 
@@ -678,7 +679,7 @@ def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device,
     d_old, d_new, d_side = dims
     if spec.kind == 'fct':
         net = make_transformation('fct', old_dim=d_old, new_dim=d_new, side_dim=d_side, inner_dim=spec.inner_dim,
-                                  uncertainty='uncert' in spec.objective)
+                                  uncertainty='uncert' in spec.objective, **({'normalize': True} if spec.normalize_h else {}))
     else:
         net = make_transformation('rm', new_dim=d_new, old_dim=d_old, psi_blocks=spec.psi_blocks, rho_blocks=spec.rho_blocks,
                                   hidden=spec.hidden)
