@@ -23,7 +23,7 @@ from . import losses as L
 # %% auto #0
 __all__ = ['BASELINES', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
            'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'record_curves',
-           'plot_update_curves', 'report_update', 'model_table']
+           'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -207,3 +207,18 @@ def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top
     t = pd.DataFrame(rows).T.round(2)
     t.index.name = f'query / gallery ({book.where})'
     return t
+
+# %% ../nbs/13_experiments.ipynb #3ad0bece
+def lr_sweep(spec, lrs) -> dict:
+    "{'lr=<rate>': `spec` with that learning rate} for each rate in `lrs` (FastFill App. A.2: RACT's rate over powers of ten)."
+    lrs = [float(x) for x in lrs]
+    if not lrs or any(not (x > 0) for x in lrs): raise ValueError(f"lrs must be positive learning rates, got {lrs}")
+    return {f'lr={x:g}': replace(spec, lr=x) for x in lrs}
+
+def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP') -> str:
+    r"""The candidate of `curves` ({name: backfill curve}) with the highest $\widetilde{M}$ of `metric` (top-1 from the
+    every-step curves in `steps` when present); every candidate's $\widetilde{M}$ is recorded under `item`."""
+    if not curves: raise ValueError("best_update needs at least one candidate curve")
+    record_curves(book, item, curves, steps, metrics=(metric,))
+    score = {k: m_tilde(steps[k]['top1'] if (metric == 'top1' and k in steps) else c[metric]) for k, c in curves.items()}
+    return max(score, key=score.get)
