@@ -15,7 +15,7 @@ from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, 
 from .data import get_split
 from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
 from .pipeline import get_features, get_transformation
-from .metrics import m_tilde, retrieval_metrics
+from .metrics import auc, m_tilde, retrieval_metrics
 from .backfill import backfill_curve, step_curve, plot_backfill_curves
 from .report import RecordBook
 from . import losses as L
@@ -23,7 +23,7 @@ from . import losses as L
 # %% auto #0
 __all__ = ['BASELINES', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
            'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'record_curves',
-           'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update']
+           'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -140,20 +140,27 @@ def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, label
 # %% ../nbs/13_experiments.ipynb #2d30d777
 @dataclass
 class UpdateSetup:
-    "One way to update: queries, the gallery before and after backfilling, and the order in which items switch."
+    r"""One way to update: queries, the gallery before and after backfilling, and the order in which items switch.
+    With `query_old` ($\phi^{old}(q)$ or $\phi^{rev}(q)$), RM's rank merge (eqs. 3-5): `query` searches the backfilled
+    items, `query_old` the others, merged by distance; None is the single-query mixed gallery."""
     query: torch.Tensor          # query features (the new model's, or the old one's for the old system)
     gallery_old: torch.Tensor    # the gallery at 0 %: old or transformed old features
     gallery_new: torch.Tensor    # the gallery at 100 %: new features
     order: np.ndarray            # a permutation of the gallery, first backfilled first
+    query_old: torch.Tensor|None = None  # RM: the old-compatible query, searched against gallery_old; None: no merge
 
     def __post_init__(self):
         if len(self.gallery_old) != len(self.gallery_new) or len(self.order) != len(self.gallery_new):
             raise ValueError(f"gallery_old ({len(self.gallery_old)}), gallery_new ({len(self.gallery_new)}) and order "
                              f"({len(self.order)}) must describe the same gallery")
+        if self.query_old is not None and len(self.query_old) != len(self.query):
+            raise ValueError(f"query_old has {len(self.query_old)} rows but query has {len(self.query)}: both must embed "
+                             "the same queries (the old or reverse-transformed one, and the new one)")
 
 def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5', 'mAP'),
                   distance: str = 'l2', query_is_gallery: bool = True, gallery_labels=None, steps: bool = True) -> tuple[dict, dict]:
-    "({method: backfill_curve at `fractions` (default 21, 0 to 1)}, {method: step_curve at every step}) for each `UpdateSetup`."
+    """({method: backfill_curve at `fractions` $t$ (default 21, 0 to 1)}, {method: step_curve at every step}) for each
+    `UpdateSetup`; a setup with `query_old` is evaluated by RM's rank merge (eqs. 3-5), one without by the mixed gallery."""
     fractions = np.linspace(0, 1, 21) if fractions is None else fractions
     gl = labels if gallery_labels is None else gallery_labels
     curves, step = {}, {}
@@ -161,16 +168,31 @@ def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5',
         if not isinstance(s, UpdateSetup): raise TypeError(f"setup {name!r} is a {type(s).__name__}, not an UpdateSetup")
         args = (s.query, s.gallery_old, s.gallery_new, labels, gl, s.order)
         with stage(f'backfilling curves of {name} ({len(s.order)} gallery items)'):
-            curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery)
-            if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery)
+            kw = {} if s.query_old is None else {'query_old': s.query_old}   # None: the call is exactly the mixed-gallery one
+            curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery, **kw)
+            if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery, **kw)
     return curves, step
 
-def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', 'mAP'), suffix: str = '') -> None:
-    "Record $\\widetilde{M}$ per method (top-1 over every step when `steps` has it) as `<metric>~<suffix>`."
+def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', 'mAP'), suffix: str = '',
+                  auc: bool = False) -> None:
+    r"""Record $\widetilde{M}$ per method (top-1 over every step when `steps` has it) as `<metric>~<suffix>`; with
+    `auc=True` also RM's $\text{AUC}_M = \int_0^1 M_t\,dt$ of each curve (over its fractions $t$, which must include
+    0 and 1) as `AUC_<metric><suffix>`."""
     for name, c in curves.items():
         for m in metrics:
             v = steps[name]['top1'] if (m == 'top1' and name in steps) else c[m]
             book.add(item, name, f'{m}~{suffix}', m_tilde(v))
+            if auc: book.add(item, name, f'AUC_{m}{suffix}', curve_auc(c, m))
+
+def curve_auc(curve: pd.DataFrame, metric: str) -> float:
+    r"RM sec. 3.2: $\text{AUC}_M = \int_0^1 M_t\,dt$ of column `metric` of a backfill curve (index: fractions $t$, from 0 to 1)."
+    if metric not in curve:
+        raise ValueError(f"the curve has no column {metric!r} (it has {list(curve.columns)}): ask update_curves for it in `metrics`")
+    t = np.asarray(curve.index, dtype=np.float64)
+    if t.min() != 0 or t.max() != 1:
+        raise ValueError(f"AUC integrates over t in [0, 1] but the curve's fractions span [{t.min()}, {t.max()}]: "
+                         "evaluate it at fractions that include 0 and 1")
+    return auc(curve[metric].to_numpy(), t)
 
 # %% ../nbs/13_experiments.ipynb #5717ba69
 def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', 'mAP')):
