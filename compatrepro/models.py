@@ -17,7 +17,7 @@ from .core import STANDIN_SCALES, check_scale
 # %% auto #0
 __all__ = ['HEAD_DEFAULTS', 'ARCHS', 'EMBEDDINGS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem', 'make_backbone', 'ModelConfig',
            'EmbeddingModel', 'load_model', 'mlfct_embedding_block', 'to_device', 'autocast', 'lbr', 'mlp_blocks',
-           'FCTTransformation', 'RMTransformation', 'make_transformation', 'transformation_artifact',
+           'FCTTransformation', 'RMTransformation', 'count_macs', 'make_transformation', 'transformation_artifact',
            'load_transformation']
 
 # %% ../nbs/05_models.ipynb #e927ebc7
@@ -277,6 +277,29 @@ class RMTransformation(nn.Module):
             raise ValueError(f"expected new features of shape [N, {self.new_dim}], got {tuple(new.shape)}")
         r = self.rho(new) if self.rho is not None else new
         return r, self.psi(r)
+
+# %% ../nbs/05_models.ipynb #014d84e4
+from torch.utils.flop_counter import FlopCounterMode
+
+def count_macs(module: nn.Module, input_shape) -> int:
+    r"""Multiply-accumulates of one forward of `module` on zeros of `input_shape` (batch dimension included, e.g.
+    `(1, 3, 224, 224)`; a list of shapes for a module with several inputs), counted by torch's `FlopCounterMode`:
+    MACs $=$ FLOPs$/2$ of its matrix products and convolutions (RM App. B.3). The module runs in eval mode without
+    gradients on the device and dtype of its parameters; its mode is restored."""
+    shapes = list(input_shape) if input_shape and isinstance(input_shape[0], (tuple, list, torch.Size)) else [input_shape]
+    for sh in shapes:
+        if not sh or not all(isinstance(d, int) and d > 0 for d in sh):
+            raise ValueError(f"input_shape {tuple(sh)} must be positive ints with the batch first, e.g. (1, 3, 224, 224)")
+    p = next(module.parameters(), None)
+    kw = dict(device=p.device, dtype=p.dtype) if p is not None else {}
+    training = module.training
+    try:
+        module.eval()
+        with torch.no_grad(), FlopCounterMode(display=False) as fc:
+            module(*[torch.zeros(*sh, **kw) for sh in shapes])
+    finally: module.train(training)
+    flops = fc.get_total_flops()
+    return int(flops // 2)
 
 # %% ../nbs/05_models.ipynb #2588ac92
 TRANSFORMS = {'fct': FCTTransformation, 'rm': RMTransformation}

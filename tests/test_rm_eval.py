@@ -7,12 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import torchvision
 from scipy.spatial.distance import cdist
 
 from compatrepro.backfill import backfill_curve, step_curve, random_order
 from compatrepro.core import ExperimentParams
 from compatrepro.experiments import UpdateSetup, update_curves, record_curves, curve_auc
 from compatrepro.metrics import retrieval_metrics
+from compatrepro.models import count_macs, RMTransformation
 from compatrepro.report import RecordBook
 
 
@@ -83,3 +85,14 @@ def test_auc_of_constant_and_recorded(tmp_path):
     with pytest.raises(ValueError, match='include 0 and 1'): curve_auc(cs['merge'].iloc[1:], 'top1')
     with pytest.raises(ValueError, match='no column'): curve_auc(cs['merge'], 'NFR@1')
     with pytest.raises(ValueError, match='query_old has 1 rows'): UpdateSetup(Q, GO, GN, np.arange(4), QO[:1])
+
+
+def test_count_macs_linear_and_resnet18(capsys):
+    for d_in, d_out in ((7, 5), (128, 256)):
+        assert count_macs(torch.nn.Linear(d_in, d_out), (1, d_in)) == d_in * d_out   # per sample
+        assert count_macs(torch.nn.Linear(d_in, d_out), (4, d_in)) == 4 * d_in * d_out
+    assert count_macs(RMTransformation(128, 128), (1, 128)) == 2 * (128 * 256 + 256 * 128)
+    r18 = count_macs(torchvision.models.resnet18(), (1, 3, 224, 224))
+    print(f"ResNet-18 at 224x224: {r18} MACs")
+    assert r18 == pytest.approx(1.8e9, rel=0.02)    # RM App. B.3: "ResNet-18, which takes 1.8G of ... MACs"
+    with pytest.raises(ValueError, match='positive ints'): count_macs(torch.nn.Linear(3, 2), (0, 3))
