@@ -207,16 +207,17 @@ def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', '
 
 # %% ../nbs/13_experiments.ipynb #afc4fba2
 def report_update(book, item: str, curves: dict, steps: dict, methods=None, metrics=('top1', 'mAP'),
-                  figure: str|None = None, plot_metrics=None):
+                  figure: str|None = None, plot_metrics=None, auc: bool = False):
     """Record $\\widetilde{M}$ of `methods` (default: all) under `item`, draw `figure` (its panels `plot_metrics`,
-    default `metrics`) and return the item's table beside the paper's."""
+    default `metrics`) and return the item's table beside the paper's; `auc=True` also records and tabulates RM's
+    $\\text{AUC}_M$ (`AUC_<metric>`, see `record_curves`)."""
     methods = list(methods or curves)
     cs, st = {k: curves[k] for k in methods}, {k: steps[k] for k in methods if k in steps}
-    record_curves(book, item, cs, st, metrics)
+    record_curves(book, item, cs, st, metrics, auc=auc)
     if figure:
         fig = plot_update_curves(cs, st, f'{figure} — {book.where}', plot_metrics or metrics)
         book.save_figure(fig, figure); plt.show()
-    return book.table(item, metrics=[f'{m}~' for m in metrics])
+    return book.table(item, metrics=[f'{m}~' for m in metrics] + ([f'AUC_{m}' for m in metrics] if auc else []))
 
 def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top5', 'mAP'), item: str = 'Models',
                 distance: str = 'l2') -> pd.DataFrame:
