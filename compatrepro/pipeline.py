@@ -13,8 +13,8 @@ from .core import RunContext, STANDIN_SCALES, current_context, get_device, regis
 from .data import get_split, split_versions
 from .models import load_model, load_transformation
 from .features import extract_features
-from .train import (BackboneSpec, TransformationSpec, backbone_key, train_backbone, train_transformation,
-                               train_transformation_same_view, transformation_key)
+from .train import (BackboneSpec, TransformationSpec, backbone_key, compat_methods, compat_old, train_backbone,
+                               train_transformation, train_transformation_same_view, transformation_key)
 
 # %% auto #0
 __all__ = ['backbone_versions', 'transformation_versions', 'cached_backbone', 'get_backbone', 'features_key', 'get_features',
@@ -32,8 +32,8 @@ def backbone_versions(spec: BackboneSpec) -> dict:
     names = {'trainer', f'recipe:{spec.scale}', 'splits', *split_versions(spec.split)}
     if spec.scale in STANDIN_SCALES: names.add(f'glyphs:{spec.scale}')
     out = _known(dict.fromkeys(names))
-    if spec.compat is not None:
-        out |= _known({f'compat:{spec.compat.method}': None}) | backbone_versions(spec.compat.old)
+    if spec.compat is not None:   # every term's method, and the one old model they share
+        out |= _known(dict.fromkeys(f'compat:{m}' for m in compat_methods(spec))) | backbone_versions(compat_old(spec))
     return out
 
 def transformation_versions(spec: TransformationSpec) -> dict:
@@ -49,9 +49,9 @@ def cached_backbone(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
     ctx = ctx or current_context()
     key = backbone_key(spec)
     def make():
-        old = get_backbone(spec.compat.old, ctx=ctx) if spec.compat is not None else None
+        old = get_backbone(compat_old(spec), ctx=ctx) if spec.compat is not None else None
         ds = get_split(spec.split, 'train', spec.scale, ctx.data_root, seed=spec.data_seed)
-        what = f"{spec.arch} on {spec.split}" + (f" with {spec.compat.method}" if spec.compat else '') + f" ({spec.scale}, seed {spec.seed})"
+        what = f"{spec.arch} on {spec.split}" + (f" with {'+'.join(compat_methods(spec))}" if spec.compat else '') + f" ({spec.scale}, seed {spec.seed})"
         with stage(f'training {what}'):
             return train_backbone(spec, ds, old, checkpoint=ctx.cache.checkpoint_path('backbone', key), device=ctx.device,
                                   num_workers=ctx.workers, show_progress=ctx.progress)

@@ -26,16 +26,18 @@ from .features import extract_features
 # %% auto #0
 __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE', 'STANDIN_RECIPES',
            'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'STANDIN_TRANSFORMATION_RECIPES',
-           'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION', 'BackboneSpec', 'CompatSpec', 'backbone_spec', 'ract_recipe',
-           'lr_factor', 'ract_compat', 'CompatTerm', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
-           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
-           'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
-           'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
+           'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION', 'BackboneSpec', 'CompatSpec', 'compat_terms', 'compat_old',
+           'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm', 'CompatTerms',
+           'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed', 'initial_model', 'backbone_key',
+           'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec', 'TransformationSpec',
+           'transformation_spec', 'transformation_key', 'transformation_loss', 'train_transformation',
+           'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
 CODE_VERSION = 2   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
-COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal')
+COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal',
+                  'ra-comp-split')
 
 @dataclass
 class BackboneSpec:
@@ -63,7 +65,7 @@ class BackboneSpec:
     warmup_epochs: float = 5.0
     milestones: tuple = ()               # epochs at which 'step' multiplies the lr by gamma
     gamma: float = 0.1
-    compat: CompatSpec|None = None       # compatibility term with a frozen old model (None: plain training)
+    compat: CompatSpec|tuple|None = None # compatibility term(s) with a frozen old model (None: plain training; a tuple: their sum)
     objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
     simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
     init: str = field(default='seed', metadata=KEY_NEW_FIELD)  # initial weights: 'seed' (from `seed` alone) or 'spec' (see `init_seed`)
@@ -84,6 +86,7 @@ class BackboneSpec:
         if self.warmup_epochs > self.epochs: raise ValueError(f"warmup_epochs={self.warmup_epochs} is longer than epochs={self.epochs}")
         self.milestones = tuple(self.milestones)
         if isinstance(self.compat, dict): self.compat = CompatSpec(**self.compat)
+        if isinstance(self.compat, (list, tuple)): self.compat = _compat_tuple(self.compat)
 
     @property
     def base_lr(self) -> float:
@@ -102,11 +105,38 @@ class CompatSpec:
     T: float|None = None                 # KD / LwF temperature (None: the old head's scale for cosine heads, else 2)
     focal_alpha: float = 1.0             # focal distillation (RACT A.5)
     focal_beta: float = 5.0
+    eta: float = field(default=1.0, metadata=KEY_NEW_FIELD)  # RACT eq. 13: weight of the new-to-new contrast ('ra-comp-split')
 
     def __post_init__(self):
         if self.method not in COMPAT_METHODS: raise ValueError(f"compat method {self.method!r} is unknown; use one of {COMPAT_METHODS}")
         if isinstance(self.old, dict): self.old = BackboneSpec(**self.old)
-        if self.old.compat is not None and self.old.compat.old is None: raise ValueError("the old model's own compat spec is incomplete")
+        if any(c.old is None for c in compat_terms(self.old)): raise ValueError("the old model's own compat spec is incomplete")
+
+def _compat_tuple(terms) -> tuple:
+    "Several compatibility terms as one tuple of `CompatSpec`s (dicts from a stored spec are rebuilt), checked to share their old model."
+    terms = tuple(CompatSpec(**c) if isinstance(c, dict) else c for c in terms)
+    if not terms: raise ValueError("compat=() has no term: pass None for plain training, or one or more CompatSpecs")
+    if bad := [type(c).__name__ for c in terms if not isinstance(c, CompatSpec)]:
+        raise ValueError(f"compat holds {bad}: a tuple of compatibility terms must hold CompatSpecs only")
+    if len(terms) == 1: return terms[0]   # one term is that term: the same loss and the same cache key
+    if any(c.old != terms[0].old for c in terms[1:]):
+        raise ValueError(f"the compat terms {[c.method for c in terms]} name different old models; one backbone is trained "
+                         "against one frozen old model, so give every CompatSpec of the tuple the same `old` spec")
+    return terms
+
+def compat_terms(spec: BackboneSpec) -> tuple:
+    r"The compatibility terms of `spec` as a tuple of `CompatSpec`s: () for plain training, one or several otherwise ($\mathcal{L} = \mathcal{L}_{cls} + \sum_i \lambda_i\,\mathcal{L}_{compat,i}$)."
+    c = spec.compat
+    return () if c is None else c if isinstance(c, tuple) else (c,)
+
+def compat_old(spec: BackboneSpec) -> BackboneSpec|None:
+    r"The spec of the frozen old model $\phi_{old}$ that every compatibility term of `spec` is computed from (None for plain training)."
+    terms = compat_terms(spec)
+    return terms[0].old if terms else None
+
+def compat_methods(spec: BackboneSpec) -> tuple:
+    "The method names of the compatibility terms of `spec`, in order (() for plain training)."
+    return tuple(c.method for c in compat_terms(spec))
 
 # %% ../nbs/07_train.ipynb #56afa57a
 TINY_RECIPE = dict(optimizer='adam', lr=2e-3, lr_batch=64, batch_size=64, epochs=4, warmup_epochs=0.25, augment=False)
@@ -240,6 +270,7 @@ class CompatTerm:
             return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)
         if m == 'comp': return L.comp_loss(phi_new, phi_old, labels, tau=self.spec.tau)
         if m == 'ra-comp': return L.ra_comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, tau_n2n=self.spec.tau_n2n)
+        if m == 'ra-comp-split': return L.ra_comp_split_loss(phi_new, phi_old, labels, eta=self.spec.eta, tau=self.spec.tau)
         if m == 'comp-triplet': return L.comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin)
         if m == 'ra-comp-triplet': return L.ra_comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin)
         if m == 'focal':
@@ -248,6 +279,21 @@ class CompatTerm:
                 focus = pred == labels
             return L.focal_distillation_loss(phi_new, phi_old, focus, alpha=self.spec.focal_alpha, beta=self.spec.focal_beta)
         raise ValueError(f"unknown compat method {m!r}")
+
+class CompatTerms:
+    r"$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ of a backbone's compatibility terms (RACT Figure 18: $\mathcal{L} = \mathcal{L}_{cls} + \lambda_1\mathcal{L}_{bct} + \lambda_2\mathcal{L}_{ra\text{-}comp}$), all computed from one frozen old model."
+    def __init__(self, cspecs, old: EmbeddingModel, new_class_ids: torch.Tensor, train_ds=None, device='cpu', feature_fn=None):
+        cspecs = (cspecs,) if isinstance(cspecs, CompatSpec) else tuple(cspecs)
+        if not cspecs: raise ValueError("CompatTerms needs at least one CompatSpec")
+        self.terms = [CompatTerm(c, old, new_class_ids, train_ds, device, feature_fn) for c in cspecs]
+
+    def __call__(self, x: torch.Tensor, labels: torch.Tensor, phi_new: torch.Tensor, new_head=None) -> torch.Tensor:
+        r"$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ on a batch (arguments as `CompatTerm`'s); one term gives $\lambda\,\mathcal{L}_{compat}$ exactly as before."
+        out = None
+        for t in self.terms:
+            v = t.spec.weight*t(x, labels, phi_new, new_head)
+            out = v if out is None else out + v
+        return out
 
 # %% ../nbs/07_train.ipynb #69c14319
 class _IdentityBackbone(nn.Module):
@@ -373,12 +419,14 @@ def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
 # %% ../nbs/07_train.ipynb #d4bddd8e
 COMPAT_VERSIONS = {'bct-syn': 2}   # bump one method's version when only that term changes: the others stay cached
 
-def _compat_version(spec: BackboneSpec) -> int|None:
-    "The COMPAT_VERSIONS entry of the spec's compat method, None when it has none."
-    return COMPAT_VERSIONS.get(spec.compat.method) if spec.compat is not None else None
+def _compat_version(spec: BackboneSpec) -> int|dict|None:
+    "The COMPAT_VERSIONS entry of the spec's compat method, None when it has none; with several terms {method: version} of those that have one."
+    if spec.compat is None: return None
+    if isinstance(spec.compat, CompatSpec): return COMPAT_VERSIONS.get(spec.compat.method)
+    return {m: COMPAT_VERSIONS[m] for m in compat_methods(spec) if m in COMPAT_VERSIONS} or None
 
 def backbone_key(spec: BackboneSpec) -> dict:
-    "The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any."
+    "The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any (with several terms, {method: version} of those with one)."
     key = {'spec': spec, 'code_version': CODE_VERSION}
     if (v := _compat_version(spec)) is not None: key['compat_version'] = v
     return key
@@ -415,11 +463,11 @@ def train_backbone(spec: BackboneSpec, train_set, old: EmbeddingModel|None = Non
                    device: str = 'auto', num_workers: int|None = None, stop_after: int|None = None,
                    show_progress: bool = True) -> dict:
     """Train the backbone of `spec` on `train_set` (the split `spec.split`, part 'train') and return its artifact.
-    `old`: the frozen old model of `spec.compat` (required exactly when the spec has a compatibility term).
+    `old`: the frozen old model of `spec.compat` (required exactly when the spec has a compatibility term; one model for all its terms).
     `checkpoint`: a file to checkpoint every epoch and to resume from. `stop_after=k`: stop after epoch k (tests of resume)."""
     if (spec.compat is None) != (old is None):
         raise ValueError("pass the old model exactly when the spec has a compatibility term "
-                         f"(spec.compat={None if spec.compat is None else spec.compat.method!r}, old={'given' if old is not None else None})")
+                         f"(spec.compat={'+'.join(compat_methods(spec)) or None!r}, old={'given' if old is not None else None})")
     t0 = time.time()
     art = _fit_backbone(spec, train_set, old, checkpoint, get_device(device), num_workers, stop_after, show_progress)
     art['train_seconds'] = time.time() - t0
@@ -446,7 +494,7 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     scaler = torch.amp.GradScaler('cuda', enabled=use_amp and not torch.cuda.is_bf16_supported())
     compat = None
     if spec.compat is not None:
-        compat = CompatTerm(spec.compat, copy.deepcopy(old).to(device), model.class_ids, ds, device)
+        compat = CompatTerms(compat_terms(spec), copy.deepcopy(old).to(device), model.class_ids, ds, device)
     start, history = 0, []
     if (ck := _load_ckpt(ckpt_path)) is not None:
         model.load_state_dict(ck['model']); opt.load_state_dict(ck['optimizer']); sched.load_state_dict(ck['scheduler'])
@@ -467,7 +515,7 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
                 phi, out = net(x, y)
                 if simclr: loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
                 else: loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
-                if compat is not None: loss = loss + spec.compat.weight*compat(x, y, phi, model.head)
+                if compat is not None: loss = loss + compat(x, y, phi, model.head)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
             tot += loss.detach(); n += 1
