@@ -22,8 +22,9 @@ from . import losses as L
 
 # %% auto #0
 __all__ = ['BASELINES', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
-           'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'record_curves',
-           'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update']
+           'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde',
+           'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep',
+           'best_update']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -173,6 +174,10 @@ def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5',
             if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery, **kw)
     return curves, step
 
+def curve_tilde(name: str, curve: pd.DataFrame, steps: dict, metric: str) -> float:
+    r"$\widetilde{M}$ of `metric` for method `name`: top-1 over every step when `steps` has the method's step curve, else over `curve`'s fractions."
+    return m_tilde(steps[name]['top1'] if (metric == 'top1' and name in steps) else curve[metric])
+
 def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', 'mAP'), suffix: str = '',
                   auc: bool = False) -> None:
     r"""Record $\widetilde{M}$ per method (top-1 over every step when `steps` has it) as `<metric>~<suffix>`; with
@@ -180,8 +185,7 @@ def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', '
     0 and 1) as `AUC_<metric><suffix>`."""
     for name, c in curves.items():
         for m in metrics:
-            v = steps[name]['top1'] if (m == 'top1' and name in steps) else c[m]
-            book.add(item, name, f'{m}~{suffix}', m_tilde(v))
+            book.add(item, name, f'{m}~{suffix}', curve_tilde(name, c, steps, m))
             if auc: book.add(item, name, f'AUC_{m}{suffix}', curve_auc(c, m))
 
 def curve_auc(curve: pd.DataFrame, metric: str) -> float:
@@ -243,5 +247,5 @@ def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP')
     every-step curves in `steps` when present); every candidate's $\widetilde{M}$ is recorded under `item`."""
     if not curves: raise ValueError("best_update needs at least one candidate curve")
     record_curves(book, item, curves, steps, metrics=(metric,))
-    score = {k: m_tilde(steps[k]['top1'] if (metric == 'top1' and k in steps) else c[metric]) for k, c in curves.items()}
+    score = {k: curve_tilde(k, c, steps, metric) for k, c in curves.items()}
     return max(score, key=score.get)
