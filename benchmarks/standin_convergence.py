@@ -62,6 +62,7 @@ def main(argv=None):
     p.add_argument('--models', nargs='+', default=['old', 'new'], choices=['old', 'new'])
     p.add_argument('--threads', type=int, default=None)
     p.add_argument('--augment', action='store_true', help="train with the stand-in's augmentation (the tiny recipe has none)")
+    p.add_argument('--embedding', default=None, choices=['linear', 'mlfct'], help="the embedding block (default: the recipe's)")
     p.add_argument('--out', required=True)
     knob_args(p)
     a = p.parse_args(argv)
@@ -80,7 +81,7 @@ def main(argv=None):
     ev = get_split('imagenet-1k', 'eval', 'tiny', config=cfg)
     labels = torch.as_tensor(ev.labels)
     out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
-    meta = dict(arch=a.arch, epochs=a.epochs, augment=a.augment, **{k: json.dumps(v) for k, v in knobs.items()})
+    meta = dict(arch=a.arch, epochs=a.epochs, augment=a.augment, **({'embedding': a.embedding} if a.embedding else {}), **{k: json.dumps(v) for k, v in knobs.items()})
     rows = []
     print(f"stand-in {knobs or 'as tiny'}; {len(ev)} evaluation images of {len(labels.unique())} classes; {a.arch}, {a.epochs} epochs")
 
@@ -94,6 +95,7 @@ def main(argv=None):
             over = dict(arch=a.arch, epochs=a.epochs, init='spec', augment=a.augment)
             if a.batch_size: over['batch_size'] = a.batch_size
             if a.lr: over['lr'] = a.lr
+            if a.embedding: over['embedding'] = a.embedding
             spec = backbone_spec(splits[name], 'tiny', seed, **over)
             with tempfile.TemporaryDirectory() as tmp:
                 ck = Path(tmp)/'ckpt.pt'

@@ -27,8 +27,8 @@ GLYPH_VERSION = 1  # bump when the rendering changes: it is part of every cache 
 @dataclass(frozen=True)
 class GlyphConfig:
     "Every knob of the Glyphs stand-in (the defaults are the `tiny` scale; `STANDIN_CONFIGS` has both scales)."
-    n_classes: int = 240             # C, classes in the universe (half from each script group)
-    n_train: int = 60                # images per class in the training pool
+    n_classes: int = 120             # C, classes in the universe (half from each script group)
+    n_train: int = 30                # images per class in the training pool
     n_eval: int = 20                 # images per class in the evaluation pool (query/gallery), disjoint
     image_size: int = 32             # H = W of the RGB images
     render_size: int = 64            # glyph masks are drawn at this size, then warped and pooled down

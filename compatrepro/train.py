@@ -24,17 +24,17 @@ from .models import (ARCHS, EMBEDDINGS, EmbeddingModel, ClassifierHead, load_mod
 from .features import extract_features
 
 # %% auto #0
-__all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE', 'STANDIN_RECIPES',
-           'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'STANDIN_TRANSFORMATION_RECIPES',
-           'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION', 'BackboneSpec', 'CompatSpec', 'compat_terms', 'compat_old',
-           'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm', 'CompatTerms',
-           'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed', 'initial_model', 'backbone_key',
-           'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec', 'TransformationSpec',
-           'transformation_spec', 'transformation_key', 'transformation_loss', 'train_transformation',
-           'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
+__all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE',
+           'STANDIN_RECIPES', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES',
+           'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION', 'BackboneSpec', 'CompatSpec',
+           'compat_terms', 'compat_old', 'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat',
+           'CompatTerm', 'CompatTerms', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
+           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
+           'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
+           'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
-CODE_VERSION = 2   # bump when a change to the trainers changes what they produce: it is part of every cache key
+CODE_VERSION = 3   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
 COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal',
                   'ra-comp-split')
@@ -68,7 +68,7 @@ class BackboneSpec:
     compat: CompatSpec|tuple|None = None # compatibility term(s) with a frozen old model (None: plain training; a tuple: their sum)
     objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
     simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
-    init: str = field(default='seed', metadata=KEY_NEW_FIELD)  # initial weights: 'seed' (from `seed` alone) or 'spec' (see `init_seed`)
+    init: str = field(default='spec', metadata=KEY_NEW_FIELD)  # initial weights: 'spec' (see `init_seed`) or 'seed' (from `seed` alone)
     embedding_relu: bool = field(default=False, metadata=KEY_NEW_FIELD)  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
     embedding: str = field(default='linear', metadata=KEY_NEW_FIELD)  # 'linear' or 'mlfct' (FCT's embedding, see 05_models)
 
@@ -139,8 +139,9 @@ def compat_methods(spec: BackboneSpec) -> tuple:
     return tuple(c.method for c in compat_terms(spec))
 
 # %% ../nbs/07_train.ipynb #56afa57a
-TINY_RECIPE = dict(optimizer='adam', lr=2e-3, lr_batch=64, batch_size=64, epochs=4, warmup_epochs=0.25, augment=False)
-TINY_EPOCHS_BY_ARCH = {'resnet50': 2, 'resnet101': 2, 'resnet152': 1, 'vit_b_32': 3}
+STANDIN_ARCH = 'resnet10'   # every stand-in backbone unless `arch=` says otherwise
+TINY_RECIPE = dict(optimizer='adam', lr=2e-3, lr_batch=64, batch_size=64, epochs=20, warmup_epochs=0.25, augment=False)
+TINY_EPOCHS_BY_ARCH = {'resnet50': 10, 'resnet101': 10, 'resnet152': 5, 'vit_b_32': 15}
 SMOKE_RECIPE = TINY_RECIPE | dict(batch_size=16, epochs=1)
 STANDIN_RECIPES = {'tiny': (TINY_RECIPE, TINY_EPOCHS_BY_ARCH), 'smoke': (SMOKE_RECIPE, {})}
 
@@ -155,7 +156,7 @@ def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: st
     r"""The paper's backbone recipe for `split` at `scale` (the stand-in recipes at 'tiny' and 'smoke'), with `overrides` of any `BackboneSpec` field.
     Paper scale: ImageNet/Places/VGGFace2/CIFAR/Market/GLDv2-FastFill runs use the NVIDIA recipe (FastFill App. A.2), IMDB-Face
     BCT's (sec. 3.2). `split` may be a RACT GLDv2 split; pass `optimizer='adam'` etc. or use `ract_recipe()` for RACT's own.
-    `steps_like='resnet18'` (stand-in scales): give the model the epochs, hence the optimizer steps, that the stand-in
+    `steps_like='resnet10'` (stand-in scales): give the model the epochs, hence the optimizer steps, that the stand-in
     recipe gives that architecture instead of the fewer epochs of `TINY_EPOCHS_BY_ARCH`, so that rows of different
     architectures (BCT Table 3's $\phi^{R152}_{new-\beta}$ against a ResNet-101 $\phi_{old}$) train for equally many steps.
     At paper scale every architecture already has its paper's epochs and batch, and `steps_like` changes nothing."""
@@ -175,7 +176,7 @@ def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: st
     elif fam in ('cifar', 'market'): kw.update(arch='resnet18', emb_dim=128)
     if check_scale(scale) in STANDIN_SCALES:
         recipe, by_arch = STANDIN_RECIPES[scale]
-        arch = kw['arch'] = overrides.get('arch', 'resnet18')
+        arch = kw['arch'] = overrides.get('arch', STANDIN_ARCH)
         kw.update(recipe)
         kw['epochs'] = by_arch.get(steps_like or arch, recipe['epochs'])
         kw['warmup_epochs'] = min(kw['warmup_epochs'], kw['epochs'])
@@ -577,8 +578,8 @@ class TransformationSpec:
     psi_grad_to_h: bool = field(default=True, metadata=KEY_NEW_FIELD)   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
                                          # backbone); False: psi reads h with the gradient stopped (an ablation)
     normalize_h: bool = field(default=False, metadata=KEY_NEW_FIELD)   # h(phi_old) of unit length (FastFill App. A.2, VGGFace2)
-    lr_steps_per: str = field(default='iteration', metadata=KEY_NEW_FIELD)  # the cosine schedule moves every 'iteration', or
-                                         # every 'epoch' as FCT's code (`utils/schedulers.py` of apple/ml-fct) does
+    lr_steps_per: str = field(default='epoch', metadata=KEY_NEW_FIELD)  # the cosine schedule moves every 'epoch' as FCT's code
+                                         # (`utils/schedulers.py` of apple/ml-fct) does, or every 'iteration'
 
     def __post_init__(self):
         for k in ('old', 'new', 'side_info'):
