@@ -21,10 +21,11 @@ from .report import RecordBook
 from . import losses as L
 
 # %% auto #0
-__all__ = ['BASELINES', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
-           'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde',
-           'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep',
-           'best_update']
+__all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
+           'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
+           'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
+           'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'SweptBaseline',
+           'swept_ract']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -109,13 +110,31 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
         out[b] = replace(new, compat=BASELINES[b](old))
     return out
 
-def transform_features(features: dict, specs: dict, params: ExperimentParams, which=('FCT', 'FastFill'), **overrides) -> torch.Tensor|None:
-    r"Add `h(old) FCT` and/or `h(old) FastFill` to `features` (transformations trained and cached if missing); FastFill's $\log\sigma^2$."
-    objective = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert'}
-    log_sigma2 = None
+PSI_READINGS = {True: 'psi on h', False: 'psi on stop-gradient h'}   # `TransformationSpec.psi_grad_to_h`
+
+def psi_grad_default() -> bool:
+    "The default of `TransformationSpec.psi_grad_to_h`: the reading of eq. 5 that rows named plain 'FastFill' use."
+    from compatrepro.train import TransformationSpec
+    return next(f.default for f in fields(TransformationSpec) if f.name == 'psi_grad_to_h')
+
+def other_reading() -> str:
+    "The name of FastFill under the reading of eq. 5 that is not the default, as rows name it."
+    return f'FastFill ({PSI_READINGS[not psi_grad_default()]})'
+
+def transform_features(features: dict, specs: dict, params: ExperimentParams, which=('FCT', 'FastFill'),
+                       both_readings: bool = False, **overrides) -> dict:
+    r"""Add `h(old) FCT` and/or `h(old) FastFill` to `features` (transformations trained and cached if missing) and
+    return {name: $\log\sigma^2$} of those with an uncertainty head. `both_readings`: also FastFill under the other
+    reading of whether the $\log\sigma^2$ term reaches $h$ (issue 15.3; `other_reading()` names it)."""
+    objective = {'FCT': ('l2', {}), 'FastFill': ('l2+disc+uncert', {})}
+    if both_readings:
+        objective[other_reading()] = ('l2+disc+uncert', {'psi_grad_to_h': not psi_grad_default()})
+        which = (*which, other_reading())
+    log_sigma2 = {}
     for name in which:
-        features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], objective[name], features['old'], params, **overrides)
-        if name == 'FastFill': log_sigma2 = s
+        obj, kw = objective[name]
+        features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], obj, features['old'], params, **(kw | overrides))
+        if s is not None: log_sigma2[name] = s
     return log_sigma2
 
 # %% ../nbs/13_experiments.ipynb #62d39f3f
@@ -249,3 +268,30 @@ def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP')
     record_curves(book, item, curves, steps, metrics=(metric,))
     score = {k: curve_tilde(k, c, steps, metric) for k, c in curves.items()}
     return max(score, key=score.get)
+
+RACT_LR_FACTORS = (0.1, 1., 10.)   # the recipe's rate times these: three powers of ten (affordable at tiny scale)
+
+class SweptBaseline(NamedTuple):
+    "The winner of a baseline's sweep: its name, spec, gallery/query features and backfilling order."
+    name: str
+    spec: object
+    features: torch.Tensor
+    order: np.ndarray
+
+def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: torch.Tensor, split: str, part: str = 'eval',
+               seed: int = 0, lrs=None, metric: str = 'mAP') -> SweptBaseline:
+    r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `lrs` (default: `ract_spec.lr` times
+    `RACT_LR_FACTORS`), each backfilled in random order and in entropy order (RACT eq. 11, its classifier on the old
+    gallery features); every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
+    from compatrepro.backfill import entropy_order, random_order
+    from compatrepro.pipeline import get_backbone
+    lrs = [ract_spec.lr*f for f in RACT_LR_FACTORS] if lrs is None else lrs
+    setups, cand = {}, {}
+    for tag, spec in lr_sweep(ract_spec, lrs).items():
+        f = eval_features({tag: spec}, split, part)[0][tag]
+        with torch.no_grad(): logits = get_backbone(spec, 'cpu').head(old_features)
+        for oname, o in (('random', random_order(len(labels), seed=seed)), ('entropy', entropy_order(logits))):
+            setups[name := f'RACT {tag} {oname}'] = UpdateSetup(f, old_features, f, o)
+            cand[name] = SweptBaseline(name, spec, f, o)
+    curves, steps = update_curves(setups, labels, metrics=('top1', metric) if metric != 'top1' else ('top1',))
+    return cand[best_update(book, item, curves, steps, metric)]
