@@ -76,7 +76,9 @@ class ExperimentParams:
         return Path(self.out_dir)/self.scale
 
 def default_out_dir() -> Path:
-    "The `results/` folder of the repository we are in (found from the working directory upwards), else `./results`."
+    """`$COMPATREPRO_OUT_DIR` when set (`compatrepro reproduce --out` sets it for its kernels), else the `results/`
+    folder of the repository we are in (found from the working directory upwards), else `./results`."""
+    if os.environ.get('COMPATREPRO_OUT_DIR'): return Path(os.environ['COMPATREPRO_OUT_DIR'])
     for d in [Path.cwd(), *Path.cwd().parents]:
         ini = d/'settings.ini'
         if ini.exists() and 'lib_name = compatrepro' in ini.read_text(): return d/'results'

@@ -78,6 +78,7 @@ class NotebookJob:
     error: str = ''
     seconds: float = 0.0
     threads: int|None = None
+    env: dict = field(default_factory=dict)   # environment variables of the kernel, beside the runner's
 
     def __post_init__(self):
         self.nb, self.out = Path(self.nb), Path(self.out)
@@ -87,7 +88,7 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
     "Run `job` with papermill in a subprocess; fill in `ok`, `error`, `seconds`."
     job.out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, COMPATREPRO_NOTEBOOK=str(job.nb.resolve()), COMPATREPRO_PROGRESS='0', MPLBACKEND='Agg',
-               PYTHONUNBUFFERED='1')
+               PYTHONUNBUFFERED='1', **job.env)
     if threads:
         job.threads = threads
         env.update(COMPATREPRO_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
@@ -341,8 +342,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     runs = runs_to_do(notebooks, seeds, current)
     status = {(nb.stem, s): None for nb in notebooks for s in seeds if (nb, s) not in runs}
     todo = [NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb',
-                        dict(seed=int(seed), scale=scale, data_root=data_root, device=device, out_dir=str(out), **(extra or {})),
-                        name=f'{nb.stem} seed {seed}', cwd=nbs_dir) for nb, seed in runs]
+                        dict(seed=int(seed), scale=scale, data_root=data_root, device=device, **(extra or {})),
+                        name=f'{nb.stem} seed {seed}', cwd=nbs_dir, env={'COMPATREPRO_OUT_DIR': str(out)}) for nb, seed in runs]
     if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
