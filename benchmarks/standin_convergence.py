@@ -34,19 +34,21 @@ def knob_args(p: argparse.ArgumentParser):
 def summary(paths) -> str:
     "A markdown table of measured curves: per file and model, top-1 at a few epochs, the last epoch's gain, s/epoch."
     import pandas as pd
-    out = ['| run | model | seeds | train images | top-1 at epochs ... | last | last-epoch gain | s/epoch |',
+    out = ['| run | model | seeds | train images | top-1 at epochs ... (mean over seeds) | last (per seed) | last-epoch gain | s/epoch |',
            '|---|---|---|---|---|---|---|---|']
     for f in paths:
         d = pd.read_csv(f)
         for m, g in d.groupby('model', sort=False):
             mean = g.groupby('epoch').top1.mean()
             seeds = ','.join(map(str, sorted(g.seed.unique())))
+            E = int(mean.index.max())
+            last = f'{mean.loc[E]:.2f}' + (f" ({', '.join(f'{v:.1f}' for v in g[g.epoch == E].sort_values('seed').top1)})" if g.seed.nunique() > 1 else '')
             if m == 'new/old':
-                out.append(f'| {Path(f).stem} | new/old (independent) | {seeds} | | | {mean.iloc[-1]:.2f} | | |'); continue
-            E = int(mean.index.max()); pts = sorted({e for e in (1, E//4, E//2, 3*E//4, E) if e >= 1})
+                out.append(f'| {Path(f).stem} | new/old (independent) | {seeds} | | | {last} | | |'); continue
+            pts = sorted({e for e in (1, E//4, E//2, 3*E//4, E) if e >= 1})
             gain = mean.loc[E] - mean.loc[E-1] if E > 1 else float('nan')
             out.append(f"| {Path(f).stem} | {m} | {seeds} | {int(g.train_images.iloc[0])} | "
-                       + ', '.join(f'{e}: {mean.loc[e]:.1f}' for e in pts) + f" | {mean.loc[E]:.2f} | {gain:+.2f} | {g.seconds.mean():.0f} |")
+                       + ', '.join(f'{e}: {mean.loc[e]:.1f}' for e in pts) + f" | {last} | {gain:+.2f} | {g.seconds.mean():.0f} |")
     return '\n'.join(out)
 
 
