@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, stage
 from .data import get_split
-from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
-from .pipeline import get_features, get_transformation
+from .train import CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
+from .pipeline import get_backbone, get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics
-from .backfill import backfill_curve, step_curve, plot_backfill_curves
+from .backfill import backfill_curve, entropy_order, random_order, step_curve, plot_backfill_curves
 from .report import RecordBook
 from . import losses as L
 
@@ -114,7 +114,6 @@ PSI_READINGS = {True: 'psi on h', False: 'psi on stop-gradient h'}   # `Transfor
 
 def psi_grad_default() -> bool:
     "The default of `TransformationSpec.psi_grad_to_h`: the reading of eq. 5 that rows named plain 'FastFill' use."
-    from compatrepro.train import TransformationSpec
     return next(f.default for f in fields(TransformationSpec) if f.name == 'psi_grad_to_h')
 
 def other_reading() -> str:
@@ -283,8 +282,6 @@ def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: t
     r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `lrs` (default: `ract_spec.lr` times
     `RACT_LR_FACTORS`), each backfilled in random order and in entropy order (RACT eq. 11, its classifier on the old
     gallery features); every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
-    from compatrepro.backfill import entropy_order, random_order
-    from compatrepro.pipeline import get_backbone
     lrs = [ract_spec.lr*f for f in RACT_LR_FACTORS] if lrs is None else lrs
     setups, cand = {}, {}
     for tag, spec in lr_sweep(ract_spec, lrs).items():

@@ -141,7 +141,7 @@ def compat_methods(spec: BackboneSpec) -> tuple:
 # %% ../nbs/07_train.ipynb #56afa57a
 STANDIN_ARCH = 'resnet10'   # every stand-in backbone unless `arch=` says otherwise
 TINY_RECIPE = dict(optimizer='adam', lr=2e-3, lr_batch=64, batch_size=64, epochs=20, warmup_epochs=0.25, augment=False)
-TINY_EPOCHS_BY_ARCH = {'resnet50': 10, 'resnet101': 10, 'resnet152': 5, 'vit_b_32': 15}
+TINY_EPOCHS_BY_ARCH = {'resnet18': 10, 'resnet34': 10, 'resnet50': 10, 'resnet101': 10, 'resnet152': 5, 'vit_b_32': 15}
 SMOKE_RECIPE = TINY_RECIPE | dict(batch_size=16, epochs=1)
 STANDIN_RECIPES = {'tiny': (TINY_RECIPE, TINY_EPOCHS_BY_ARCH), 'smoke': (SMOKE_RECIPE, {})}
 

@@ -16,10 +16,11 @@ def cache(tmp_path_factory):
 
 
 def test_bars_of_the_default_classes():
-    gc = glyph_classes(GlyphConfig())
-    assert len(gc.chars) >= 200 and len(set(gc.chars)) == len(gc.chars)
+    cfg = GlyphConfig()
+    gc = glyph_classes(cfg)
+    assert len(gc.chars) == cfg.n_classes == 120 and len(set(gc.chars)) == len(gc.chars)
     assert sum(c in gc.chars for c in 'A\u0391\u0410') <= 1            # Latin / Greek / Cyrillic A are one class
-    assert np.bincount(gc.groups).tolist() == [120, 120]
+    assert np.bincount(gc.groups).tolist() == [60, 60]                # half from each script group
 
 
 def test_seed_determinism_and_disjoint_pools(cache):
