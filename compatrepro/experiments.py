@@ -283,11 +283,11 @@ def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: t
     `RACT_LR_FACTORS`), each backfilled in random order and in entropy order (RACT eq. 11, its classifier on the old
     gallery features); every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
     lrs = [ract_spec.lr*f for f in RACT_LR_FACTORS] if lrs is None else lrs
-    setups, cand = {}, {}
+    setups, cand, rand = {}, {}, random_order(len(labels), seed=seed)
     for tag, spec in lr_sweep(ract_spec, lrs).items():
         f = eval_features({tag: spec}, split, part)[0][tag]
         with torch.no_grad(): logits = get_backbone(spec, 'cpu').head(old_features)
-        for oname, o in (('random', random_order(len(labels), seed=seed)), ('entropy', entropy_order(logits))):
+        for oname, o in (('random', rand), ('entropy', entropy_order(logits))):
             setups[name := f'RACT {tag} {oname}'] = UpdateSetup(f, old_features, f, o)
             cand[name] = SweptBaseline(name, spec, f, o)
     curves, steps = update_curves(setups, labels, metrics=('top1', metric) if metric != 'top1' else ('top1',))
