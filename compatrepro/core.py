@@ -16,11 +16,11 @@ from filelock import FileLock, Timeout
 
 # %% auto #0
 __all__ = ['SCALES', 'STANDIN_SCALES', 'EXPERIMENT_RE', 'PAPER_DECADES', 'logger', 'KEY_NEW_FIELD', 'RECORD_COLUMNS',
-           'check_scale', 'ExperimentParams', 'default_out_dir', 'is_experiment_notebook', 'is_claims_notebook',
-           'paper_of_notebook', 'seed_everything', 'get_device', 'set_threads', 'atomic_path', 'atomic_write_text',
-           'current_stages', 'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir', 'register_version',
-           'registered_versions', 'content_version', 'ArtifactCache', 'RunContext', 'current_context', 'set_context',
-           'using_context', 'make_record', 'write_records', 'read_records']
+           'check_scale', 'parse_lrs', 'ExperimentParams', 'default_out_dir', 'is_experiment_notebook',
+           'is_claims_notebook', 'paper_of_notebook', 'seed_everything', 'get_device', 'set_threads', 'atomic_path',
+           'atomic_write_text', 'current_stages', 'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir',
+           'register_version', 'registered_versions', 'content_version', 'ArtifactCache', 'RunContext',
+           'current_context', 'set_context', 'using_context', 'make_record', 'write_records', 'read_records']
 
 # %% ../nbs/00_core.ipynb #06d44e96
 SCALES = ('smoke', 'tiny', 'paper')
@@ -34,6 +34,14 @@ def check_scale(scale: str) -> str:
                          "paper's datasets (needs data_root).")
     return scale
 
+def parse_lrs(lrs) -> tuple:
+    "Learning rates from a list or a comma-separated string ('1e-4,1e-3', as papermill's `-p` gives them), each > 0."
+    items = [x for x in lrs.replace(' ', '').split(',') if x] if isinstance(lrs, str) else list(lrs)
+    try: out = tuple(float(x) for x in items)
+    except (TypeError, ValueError): raise ValueError(f"learning rates must be numbers such as '1e-4,1e-3', got {lrs!r}") from None
+    if not out or not all(x > 0 for x in out): raise ValueError(f"learning rates must be positive numbers, got {lrs!r}")
+    return out
+
 @dataclass
 class ExperimentParams:
     "The parameters shared by every experiment notebook (papermill injects them)."
@@ -44,6 +52,7 @@ class ExperimentParams:
     out_dir: str|None = None      # where results go; None = the repository's results/ folder
     epochs: int|None = None       # override of the training epochs
     batch_size: int|None = None   # override of the batch size
+    ract_lrs: str|tuple|None = None  # learning rates of FastFill's RACT sweep ('1e-4,1e-3'); None = the scale's default
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -55,6 +64,7 @@ class ExperimentParams:
         for k in ('epochs', 'batch_size'):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"{k} must be a positive integer, got {v!r}")
+        if self.ract_lrs is not None: self.ract_lrs = parse_lrs(self.ract_lrs)
         if self.out_dir is None: self.out_dir = str(default_out_dir())
 
     @property

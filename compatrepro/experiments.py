@@ -11,21 +11,22 @@ from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
-from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, stage
+from .core import ExperimentParams, RunContext, paper_of_notebook, parse_lrs, set_context, stage
 from .data import get_split
 from .train import CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
 from .pipeline import get_backbone, get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics
 from .backfill import backfill_curve, entropy_order, random_order, step_curve, plot_backfill_curves
-from .report import RecordBook
+from .report import RecordBook, claims_table, claim_margins
 from . import losses as L
 
 # %% auto #0
-__all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
-           'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
-           'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
-           'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'SweptBaseline',
-           'swept_ract']
+__all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT',
+           'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
+           'psi_grad_default', 'other_reading', 'transform_features', 'transform_old', 'alignment_losses',
+           'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc', 'plot_update_curves',
+           'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs', 'SweptBaseline', 'swept_ract',
+           'rate_tag', 'face_features', 'face_data', 'face_test', 'resolved_points', 'compatibility', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -93,6 +94,10 @@ def eval_features(specs: dict, split: str, part: str, params: ExperimentParams|N
 
 # %% ../nbs/13_experiments.ipynb #af1790be
 BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill')}
+BASELINES |= {   # the BCT paper's new models (its Table 1a), lambda = 1 as openBCT adds the influence loss
+    'new-l2': lambda old: CompatSpec('l2', old), 'new-LwF': lambda old: CompatSpec('lwf', old),
+    'new-β': lambda old: CompatSpec('bct', old), 'new-β-kd': lambda old: CompatSpec('bct-kd', old),
+    'new-β-sys': lambda old: CompatSpec('bct-syn', old)}
 
 def update_specs(params: ExperimentParams, old_split: str, new_split: str, baselines=('BCT', 'RACT'),
                  old_kw: dict|None = None, new_kw: dict|None = None, old_steps_like_new: bool = False, **kw) -> dict:
@@ -256,9 +261,7 @@ def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top
 # %% ../nbs/13_experiments.ipynb #3ad0bece
 def lr_sweep(spec, lrs) -> dict:
     "{'lr=<rate>': `spec` with that learning rate} for each rate in `lrs` (FastFill App. A.2: RACT's rate over powers of ten)."
-    lrs = [float(x) for x in lrs]
-    if not lrs or any(not (x > 0) for x in lrs): raise ValueError(f"lrs must be positive learning rates, got {lrs}")
-    return {f'lr={x:g}': replace(spec, lr=x) for x in lrs}
+    return {f'lr={x:g}': replace(spec, lr=x) for x in parse_lrs(lrs)}
 
 def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP') -> str:
     r"""The candidate of `curves` ({name: backfill curve}) with the highest $\widetilde{M}$ of `metric` (top-1 from the
@@ -268,7 +271,13 @@ def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP')
     score = {k: curve_tilde(k, c, steps, metric) for k, c in curves.items()}
     return max(score, key=score.get)
 
-RACT_LR_FACTORS = (0.1, 1., 10.)   # the recipe's rate times these: three powers of ten (affordable at tiny scale)
+RACT_LR_FACTORS = (0.1, 1., 10.)   # stand-in: the recipe's rate times these (three powers of ten; affordable at tiny scale)
+RACT_PAPER_LRS = tuple(10.**k for k in range(-5, 1))   # FastFill App. A.2: "learning rates in powers of ten in [1e-5, 1]"
+
+def ract_sweep_lrs(ract_spec, lrs=None) -> tuple:
+    "The rates of RACT's sweep: `lrs` when given (the notebooks pass `P.ract_lrs`), else the scale's default (see above)."
+    if lrs is not None: return parse_lrs(lrs)
+    return RACT_PAPER_LRS if ract_spec.scale == 'paper' else tuple(ract_spec.lr*f for f in RACT_LR_FACTORS)
 
 class SweptBaseline(NamedTuple):
     "The winner of a baseline's sweep: its name, spec, gallery/query features and backfilling order."
@@ -278,17 +287,90 @@ class SweptBaseline(NamedTuple):
     order: np.ndarray
 
 def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: torch.Tensor, split: str, part: str = 'eval',
-               seed: int = 0, lrs=None, metric: str = 'mAP') -> SweptBaseline:
-    r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `lrs` (default: `ract_spec.lr` times
-    `RACT_LR_FACTORS`), each backfilled in random order and in entropy order (RACT eq. 11, its classifier on the old
-    gallery features); every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
-    lrs = [ract_spec.lr*f for f in RACT_LR_FACTORS] if lrs is None else lrs
+               seed: int = 0, lrs=None, metric: str = 'mAP', orders=('random', 'entropy')) -> SweptBaseline:
+    r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `ract_sweep_lrs(ract_spec, lrs)`, each
+    backfilled in each of `orders` ('random'; 'entropy': RACT eq. 11, its classifier on the old gallery features);
+    every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
+    if not orders or set(orders) - {'random', 'entropy'}: raise ValueError(f"orders must be some of 'random', 'entropy', got {orders!r}")
     setups, cand, rand = {}, {}, random_order(len(labels), seed=seed)
-    for tag, spec in lr_sweep(ract_spec, lrs).items():
+    for tag, spec in lr_sweep(ract_spec, ract_sweep_lrs(ract_spec, lrs)).items():
         f = eval_features({tag: spec}, split, part)[0][tag]
         with torch.no_grad(): logits = get_backbone(spec, 'cpu').head(old_features)
-        for oname, o in (('random', rand), ('entropy', entropy_order(logits))):
+        for oname in orders:
+            o = rand if oname == 'random' else entropy_order(logits)
             setups[name := f'RACT {tag} {oname}'] = UpdateSetup(f, old_features, f, o)
             cand[name] = SweptBaseline(name, spec, f, o)
     curves, steps = update_curves(setups, labels, metrics=('top1', metric) if metric != 'top1' else ('top1',))
     return cand[best_update(book, item, curves, steps, metric)]
+
+# %% ../nbs/13_experiments.ipynb #1c9c03a9
+BCT_FARS = (1e-5, 1e-4, 1e-3, 1e-2)   # BCT App. C, Table 8 (b): TAR@FAR
+BCT_FPIRS = (1e-3, 1e-2, 1e-1)        # Table 8 (c): TPIR@FPIR ("TNIR" in the paper's tables)
+RESOLVED_AT = 10                      # false accepts / alarms a resolved operating point rests on
+
+def rate_tag(rate: float) -> str:
+    "A rate as the papers print it: 1e-4, 1e-2."
+    return f'{rate:.0e}'.replace('e-0', 'e-').replace('e+00', '')
+
+def face_features(spec, split: str = 'ijbc') -> dict:
+    "{part: image features} of the backbone `spec` on the IJB-C parts 'eval' (1:1 pairs), 'query' (probes), 'gallery' (trained and cached if missing)."
+    return {p: get_features(spec, split, p)['features'] for p in ('eval', 'query', 'gallery')}
+
+def face_data(params: ExperimentParams, split: str = 'ijbc') -> dict:
+    "{part: dataset} of the IJB-C parts of `face_features`, at the run's scale (their templates, identities, G1/G2, pairs)."
+    return {p: get_split(split, p, params.scale, params.data_root) for p in ('eval', 'query', 'gallery')}
+
+def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FPIRS, ranks=(1, 5)) -> dict:
+    r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of $\phi_1$ and
+    $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`, `TPIR@FPIR=<r>` (the mean
+    over G1 and G2) and `false alarms@FPIR=<r>` (the fewer of the two halves), and `rank<k>` of the mated searches."""
+    from compatrepro.metrics import template_features, template_labels, pair_verification, open_set_search
+    ev, q, g = data['eval'], data['query'], data['gallery']
+    for nm, f in (('first', first), ('second', second)):
+        for p, d in (('eval', ev), ('query', q), ('gallery', g)):
+            if len(f[p]) != len(d.labels): raise ValueError(f"{nm}['{p}'] has {len(f[p])} features for {len(d.labels)} images of the {p} part")
+    pairs = np.asarray(ev.template_pairs)
+    v = pair_verification(template_features(first['eval'], ev.templates), template_features(second['eval'], ev.templates),
+                          pairs[:, :2], pairs[:, 2].astype(bool), far=fars)
+    out = {}
+    for r in fars: out[f'TAR@FAR={rate_tag(r)}'], out[f'false accepts@FAR={rate_tag(r)}'] = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
+    (_, Pq), (_, Gg) = template_features(first['query'], q.templates), template_features(second['gallery'], g.templates)
+    _, pl = template_labels(q.templates, q.labels); _, gl = template_labels(g.templates, g.labels)
+    _, parts = template_labels(g.templates, g.gallery_set)
+    s = open_set_search(Pq, pl, Gg, gl, np.array([f'G{x}' for x in parts]), fpir=fpirs, ranks=ranks)
+    names = sorted({k.split('/')[0] for k in s if '/' in k})
+    for r in fpirs:
+        out[f'TPIR@FPIR={rate_tag(r)}'] = s[f'TPIR@FPIR={r:g}']
+        out[f'false alarms@FPIR={rate_tag(r)}'] = min(s[f'{n}/false_alarms@FPIR={r:g}'] for n in names)
+    out.update({f'rank{k}': s[f'rank{k}'] for k in ranks})
+    return out
+
+def resolved_points(test: dict) -> list[str]:
+    "The rates of a `face_test` result whose operating point rests on at least `RESOLVED_AT` false accepts or alarms, and the ranks."
+    out = []
+    for k in test:
+        if k.startswith(('TAR@', 'TPIR@')):
+            n = test[k.replace('TAR@', 'false accepts@').replace('TPIR@', 'false alarms@')]
+            if n >= RESOLVED_AT: out.append(k)
+        elif k.startswith('rank'): out.append(k)
+    return out
+
+def compatibility(m_new_old: float, m_old_old: float, m_new_new: float) -> dict:
+    r"""BCT eq. 2 ($M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$: 1, else 0), eq. 9's update gain (percent) and the
+    absolute gain of one metric; the update gain is left out where the paragon equals $(\phi_{old}, \phi_{old})$ (eq. 9 is undefined)."""
+    from compatrepro.metrics import is_compatible, update_gain
+    out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
+    if m_new_new != m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
+    return out
+
+# %% ../nbs/13_experiments.ipynb #10212288
+def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "(claims table, records) of `book`'s paper over every recorded seed; each claim's margin on `seed` is recorded under 'Claims'."
+    claims, R = book.read_claims()
+    if not claims: raise ValueError(f"no {book.paper} notebook has declared a claim at {book.params.scale} scale yet: run its "
+                                    "experiment notebooks first (compatrepro reproduce runs this notebook after them)")
+    print(f'{len(claims)} claims declared by {R.notebook.nunique()} {book.paper} notebooks; records of seeds {sorted(R.seed.unique().tolist())}')
+    for c in claims:
+        m = claim_margins(c, R).get(seed)
+        if m is not None: book.add('Claims', c['text'], 'margin', m, dataset=f"records of {c['notebook']}")
+    return claims_table(claims, R), R

@@ -225,7 +225,7 @@ class RecordBook:
         return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale, code_hash=self.code_hash,
                     versions=dict(sorted((ctx.used | {'eval': EVAL_VERSION}).items())), inputs=dict(sorted(self.inputs.items())),
                     paper=self.paper, figures=dict(sorted(self.figures.items())),
-                    params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root')},
+                    params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root', 'ract_lrs')},
                     started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), **machine_info(ctx))
 
     def _save(self):
