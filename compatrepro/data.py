@@ -320,7 +320,7 @@ def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df:
     if 'camera' in df and family == 'market1501': out['cameras'] = sub.camera.to_numpy(np.int64)
     if family == 'ijbc':
         out['templates'] = sub.template.to_numpy(np.int64)
-        if 'gallery_set' in df: out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)   # the stand-in's (paper: not in the manifest)
+        if 'gallery_set' in df: out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)   # G1 = 1, G2 = 2 (0: a probe template)
         if part == 'eval' and 'pairs' in ctx: out['template_pairs'] = ctx['pairs']
     if family in ('roxford5k', 'rparis6k'):
         q, gal = df[df.split == 'query'], df[df.split == 'gallery']

@@ -310,7 +310,8 @@ RESOLVED_AT = 10                      # false accepts / alarms a resolved operat
 
 def rate_tag(rate: float) -> str:
     "A rate as the papers print it: 1e-4, 1e-2."
-    return f'{rate:.0e}'.replace('e-0', 'e-').replace('e+00', '')
+    m, e = f'{rate:e}'.split('e')
+    return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
 
 def face_features(spec, split: str = 'ijbc') -> dict:
     "{part: image features} of the backbone `spec` on the IJB-C parts 'eval' (1:1 pairs), 'query' (probes), 'gallery' (trained and cached if missing)."
@@ -365,7 +366,7 @@ def compatibility(m_new_old: float, m_old_old: float, m_new_new: float) -> dict:
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "(claims table, records) of `book`'s paper over every recorded seed; each claim's margin on `seed` is recorded under 'Claims'."
+    "(claims table indexed by claim, records) of `book`'s paper over every recorded seed; each claim's margin on `seed` is recorded under 'Claims'."
     claims, R = book.read_claims()
     if not claims: raise ValueError(f"no {book.paper} notebook has declared a claim at {book.params.scale} scale yet: run its "
                                     "experiment notebooks first (compatrepro reproduce runs this notebook after them)")
@@ -373,4 +374,5 @@ def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     for c in claims:
         m = claim_margins(c, R).get(seed)
         if m is not None: book.add('Claims', c['text'], 'margin', m, dataset=f"records of {c['notebook']}")
-    return claims_table(claims, R), R
+    pd.set_option('display.max_colwidth', 120)
+    return claims_table(claims, R).set_index('claim'), R

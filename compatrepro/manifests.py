@@ -151,10 +151,11 @@ def _m_ijbc(root: Path) -> pd.DataFrame:
            "(TEMPLATE_ID, SUBJECT_ID, FILENAME), ijbc_11_G1_G2_matches.csv and images/")
     pr = _need(root/'protocols', 'IJB-C protocols/ folder', how); _need(root/'images', 'IJB-C images/ folder', how)
     parts = []
-    for f, split in (('ijbc_1N_gallery_G1.csv', 'gallery'), ('ijbc_1N_gallery_G2.csv', 'gallery'), ('ijbc_1N_probe_mixed.csv', 'query')):
+    for f, split, gset in (('ijbc_1N_gallery_G1.csv', 'gallery', 1), ('ijbc_1N_gallery_G2.csv', 'gallery', 2), ('ijbc_1N_probe_mixed.csv', 'query', 0)):
         t = pd.read_csv(_need(pr/f, f'IJB-C protocol file {f}', how))
         if not {'TEMPLATE_ID', 'SUBJECT_ID', 'FILENAME'} <= set(t.columns): raise ValueError(f"{pr/f} needs TEMPLATE_ID, SUBJECT_ID, FILENAME columns")
-        parts.append(pd.DataFrame(dict(path='images/' + t.FILENAME.astype(str), template=t.TEMPLATE_ID, subject=t.SUBJECT_ID, split=split)))
+        parts.append(pd.DataFrame(dict(path='images/' + t.FILENAME.astype(str), template=t.TEMPLATE_ID, subject=t.SUBJECT_ID, split=split,
+                                       gallery_set=gset)))   # which gallery (G1, G2) a template enrolls in; 0: a probe
     df = pd.concat(parts, ignore_index=True)
     allimg = df.drop_duplicates(['template', 'path']).assign(split='test')
     df = pd.concat([df, allimg], ignore_index=True)
@@ -247,7 +248,7 @@ class ManifestDataset(Dataset):
         norm = [T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
         self.transform = T.Compose(([T.RandomResizedCrop(s), T.RandomHorizontalFlip()] if train else
                                     [T.Resize(round(s*256/224)), T.CenterCrop(s)]) + norm)
-        for k in ('cameras', 'templates', 'template_pairs', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
+        for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
         if extra: raise TypeError(f"unknown dataset attributes {sorted(extra)}")
 
     def __len__(self): return len(self.paths)

@@ -192,6 +192,8 @@ def test_roxford_and_ijbc(tmp_path):
     ev, pq = get_split('ijbc', 'eval', 'paper', tmp_path), get_split('ijbc', 'query', 'paper', tmp_path)
     assert ev.template_pairs.tolist() == [[1, 3, 1], [1, 4, 0]] and pq.templates.tolist() == [3, 3, 4] and pq.labels.tolist() == [0, 0, 1]
     assert tuple(ev[0][0].shape) == (3, 112, 112)
+    gq = get_split('ijbc', 'gallery', 'paper', tmp_path)
+    assert gq.gallery_set.tolist() == [1, 2] and pq.gallery_set.tolist() == [0, 0, 0]   # G1/G2 from the protocol files
     (j/'protocols'/'ijbc_11_G1_G2_matches.csv').write_text('1,77\n')
     with pytest.raises(ValueError, match='no protocol file'):
         build_manifest('ijbc', j)

@@ -87,6 +87,49 @@ def test_paper_scale_vggface2_path(vggface2):
     assert np.isfinite(net['history'][-1]['loss'])
 
 
+def _fake_imdbface_ijbc(root, n_ids=6, per_id=3, n_subjects=4, per_subject=4):
+    "IMDB-Face's layout (imdbface/<identity>/*.jpg) and IJB-C's (images/ and the four protocol files of the 1:1 and 1:N tests)."
+    rng = np.random.default_rng(2)
+    for i in range(n_ids):
+        d = root/'imdbface'/f'id{i}'; d.mkdir(parents=True)
+        for k in range(per_id): Image.fromarray(rng.integers(0, 255, (60, 50, 3), dtype=np.uint8)).save(d/f'{k}.jpg')
+    j = root/'ijbc'; (j/'images').mkdir(parents=True); (j/'protocols').mkdir()
+    head = 'TEMPLATE_ID,SUBJECT_ID,FILENAME\n'
+    g1, g2, probe = head, head, head
+    for s_ in range(n_subjects):   # template 10*s (gallery: G1 for the first half, G2 for the rest), 10*s+1 (probe)
+        for k in range(per_subject):
+            f = f's{s_}_{k}.jpg'; Image.fromarray(rng.integers(0, 255, (60, 50, 3), dtype=np.uint8)).save(j/'images'/f)
+            line = f'{10*s_ + (k >= 2)},{100 + s_},{f}\n'
+            if k >= 2: probe += line
+            elif s_ < n_subjects//2: g1 += line
+            else: g2 += line
+    for name, text in (('ijbc_1N_gallery_G1.csv', g1), ('ijbc_1N_gallery_G2.csv', g2), ('ijbc_1N_probe_mixed.csv', probe)):
+        (j/'protocols'/name).write_text(text)
+    (j/'protocols'/'ijbc_11_G1_G2_matches.csv').write_text(''.join(f'{10*a},{10*b + 1}\n' for a in range(n_subjects) for b in range(n_subjects)))
+    return root
+
+
+@pytest.fixture
+def faces(tmp_path):
+    with _context(tmp_path, _fake_imdbface_ijbc) as ctx: yield ctx
+
+
+def test_paper_scale_bct_path(faces):
+    "Notebook 30's path at paper scale: BCT's CosFace old model on half of IMDB-Face, a BCT new model, IJB-C's 1:1 and 1:N tests."
+    from compatrepro.core import ExperimentParams
+    from compatrepro.experiments import update_specs, face_features, face_data, face_test
+    P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
+    specs = update_specs(P, 'imdbface-50', 'imdbface', ['new-β'], arch='resnet18')
+    assert specs['old'].head == 'cosface' and specs['old'].head_scale == 32. and specs['old'].milestones == (8, 12, 14)   # BCT sec. 3.2
+    for k in ('old', 'new-β'):
+        assert np.isfinite(cached_backbone(specs[k])['history'][0]['loss'])
+    data = face_data(P)
+    assert data['gallery'].gallery_set.tolist() == [1]*4 + [2]*4   # per image, from the G1 and G2 protocol files
+    t = face_test(face_features(specs['new-β']), face_features(specs['old']), data, fars=(0.25,), fpirs=(0.5,))
+    assert set(t) == {'TAR@FAR=2.5e-1', 'false accepts@FAR=2.5e-1', 'TPIR@FPIR=5e-1', 'false alarms@FPIR=5e-1', 'rank1', 'rank5'}
+    assert all(np.isfinite(v) for v in t.values())
+
+
 def test_paper_scale_side_information_path(imagenet):
     "Notebook 27's path at paper scale: a SimCLR ResNet on ImageNet-500 (two views through SimCLR's augmentation), then FCT's h with it."
     side = T.simclr_spec('imagenet-500', 'paper', seed=0, **SMALL)
