@@ -12,21 +12,23 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, parse_lrs, set_context, stage
-from .data import get_split
+from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
 from .train import CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
 from .pipeline import get_backbone, get_features, get_transformation
-from .metrics import auc, m_tilde, retrieval_metrics
+from .metrics import (auc, m_tilde, retrieval_metrics, template_features, template_labels, pair_verification,
+                                 open_set_search, is_compatible, update_gain)
 from .backfill import backfill_curve, entropy_order, random_order, step_curve, plot_backfill_curves
 from .report import RecordBook, claims_table, claim_margins
 from . import losses as L
 
 # %% auto #0
 __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT',
-           'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features', 'update_specs',
-           'psi_grad_default', 'other_reading', 'transform_features', 'transform_old', 'alignment_losses',
-           'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc', 'plot_update_curves',
-           'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs', 'SweptBaseline', 'swept_ract',
-           'rate_tag', 'face_features', 'face_data', 'face_test', 'resolved_points', 'compatibility', 'claims_overview']
+           'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
+           'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
+           'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
+           'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs',
+           'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'resolved_points',
+           'compatibility', 'face_points', 'record_compatibility', 'update_gains', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -325,7 +327,6 @@ def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FP
     r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of $\phi_1$ and
     $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`, `TPIR@FPIR=<r>` (the mean
     over G1 and G2) and `false alarms@FPIR=<r>` (the fewer of the two halves), and `rank<k>` of the mated searches."""
-    from compatrepro.metrics import template_features, template_labels, pair_verification, open_set_search
     ev, q, g = data['eval'], data['query'], data['gallery']
     for nm, f in (('first', first), ('second', second)):
         for p, d in (('eval', ev), ('query', q), ('gallery', g)):
@@ -359,10 +360,53 @@ def resolved_points(test: dict) -> list[str]:
 def compatibility(m_new_old: float, m_old_old: float, m_new_new: float) -> dict:
     r"""BCT eq. 2 ($M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$: 1, else 0), eq. 9's update gain (percent) and the
     absolute gain of one metric; the update gain is left out where the paragon equals $(\phi_{old}, \phi_{old})$ (eq. 9 is undefined)."""
-    from compatrepro.metrics import is_compatible, update_gain
     out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
     if m_new_new != m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
     return out
+
+BCT_HEADLINE = ['TAR@FAR=1e-4', 'TPIR@FPIR=1e-2']      # the operating points of BCT's main tables (1, 2, 3, 4)
+STANDIN_FACE_POINTS = ['TAR@FAR=1e-2', 'TPIR@FPIR=1e-1']   # the smallest rates the tiny IJB-C stand-in resolves
+
+def face_points(params: ExperimentParams, data: dict) -> dict:
+    r"""The operating points of a BCT face notebook: `allowed` (false accepts / alarms each of BCT's rates rests on, on
+    `data`), `resolved` (those with at least `RESOLVED_AT`), `recorded` (BCT's headline points, the stand-in's resolved
+    ones and rank-1: every scale records the same) and `claims` (the points claims are checked on: the stand-in's on
+    the stand-in, BCT's own at paper scale, and rank-1). At tiny scale it checks that the stand-in still resolves them."""
+    c = ijbc_protocol_counts(data['query'], data['gallery'], data['eval'])
+    allowed = {**{f'TAR@FAR={rate_tag(r)}': a for r, a in false_alarms_allowed(c['impostor'], BCT_FARS).items()},
+               **{f'TPIR@FPIR={rate_tag(r)}': a for r, a in
+                  false_alarms_allowed(min(c['non_mated_G1'], c['non_mated_G2']), BCT_FPIRS).items()}}
+    resolved = [k for k, a in allowed.items() if a >= RESOLVED_AT]
+    if params.scale == 'tiny' and not set(STANDIN_FACE_POINTS) <= set(resolved):
+        raise ValueError(f"the tiny IJB-C stand-in no longer resolves {STANDIN_FACE_POINTS} ({allowed}): see 03_data")
+    return dict(counts=c, allowed=allowed, resolved=resolved, recorded=BCT_HEADLINE + STANDIN_FACE_POINTS + ['rank1'],
+                claims=(STANDIN_FACE_POINTS if params.standin else BCT_HEADLINE) + ['rank1'])
+
+def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: list):
+    """Record, under `item`, each test of `tests` ({pair name: `face_test` result}) at `metrics`, and for each pair of
+    `pairs` ({pair name: its reference pair's name}) eq. 2's verdict and the absolute gain over the reference
+    (`compatible (<metric>)`, `absolute gain (<metric>)`; eq. 9's update gain is a ratio of means, see `update_gains`)."""
+    for name, t in tests.items():
+        for m in metrics: book.add(item, name, m, t[m])
+    for name, ref in pairs.items():
+        for m in metrics:
+            a, b = tests[name][m], tests[ref][m]
+            book.add(item, name, f'compatible ({m})', float(is_compatible(a, b))); book.add(item, name, f'absolute gain ({m})', a - b)
+
+def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
+    r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), computed from
+    the means over every seed recorded so far under `item` (ours) and from the paper's numbers (the paper's), per metric;
+    NaN where a number is missing or the paragon does not beat the reference (eq. 9 is undefined)."""
+    S = book.summary().query("item == @item and scale == @book.params.scale").set_index(['method', 'metric'])
+    def one(col, name, ref, top, m):
+        try: v = [S.loc[(k, m), col] for k in (name, ref, top)]
+        except KeyError: return np.nan
+        return np.nan if any(pd.isna(x) for x in v) else compatibility(*v).get('update gain', np.nan)
+    out = {(who, m): {name: one(col, name, ref, top, m) for name, (ref, top) in pairs.items()}
+           for who, col in (('ours', 'mean'), ('paper', 'paper_value')) for m in metrics}
+    seeds = sorted(set(' '.join(S.seeds).split())) if len(S) else []
+    print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, beside the paper's")
+    return pd.DataFrame(out).round(2)
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:

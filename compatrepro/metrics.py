@@ -19,11 +19,11 @@ EVAL_VERSION = 1   # bump when a change to the metrics or the backfilling curves
 register_version('eval', EVAL_VERSION)
 
 # %% auto #0
-__all__ = ['EVAL_VERSION', 'parse_metrics', 'roxford_relevance', 'Relevance', 'block_counts', 'per_query_values',
-           'evaluate_blocks', 'retrieval_metrics', 'retrieval_hits', 'brute_force_metrics', 'tie_features', 'nfr',
-           'flips', 'template_features', 'template_labels', 'tar_far_points', 'tar_at_far', 'verification_scores',
-           'pair_verification', 'tpir_at_fpir', 'open_set_search', 'is_compatible', 'update_gain', 'order_ranks',
-           'kendall_tau', 'm_tilde', 'auc']
+__all__ = ['EVAL_VERSION', 'parse_metrics', 'roxford_relevance', 'Relevance', 'market_relevance', 'block_counts',
+           'per_query_values', 'evaluate_blocks', 'retrieval_metrics', 'retrieval_hits', 'brute_force_metrics',
+           'tie_features', 'nfr', 'flips', 'template_features', 'template_labels', 'tar_far_points', 'tar_at_far',
+           'verification_scores', 'pair_verification', 'tpir_at_fpir', 'open_set_search', 'is_compatible',
+           'update_gain', 'order_ranks', 'kendall_tau', 'm_tilde', 'auc']
 
 # %% ../nbs/10_metrics.ipynb #7e5ab6f8
 _METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|rmAP@(\d+)|NFR@(\d+)|pos_flips@(\d+)|neg_flips@(\d+))$')
@@ -103,6 +103,23 @@ class Relevance:
             r = torch.arange(e - s, device=pos.device)
             pos[r, r + s] = False; ign[r, r + s] = True
         return pos, ign
+
+# %% ../nbs/10_metrics.ipynb #28cadc58
+def market_relevance(query_labels, query_cameras, gallery_labels, gallery_cameras) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per-query (positives, junk) gallery indices of Market-1501's protocol: same label on another camera (positive),
+    same label on the query's camera (junk); gallery label -1 (distractors) is a negative of every query."""
+    arr = lambda x: np.asarray(x.cpu() if torch.is_tensor(x) else x, dtype=np.int64).ravel()
+    ql, qc, gl, gc = map(arr, (query_labels, query_cameras, gallery_labels, gallery_cameras))
+    if len(ql) != len(qc): raise ValueError(f"{len(ql)} query labels but {len(qc)} query cameras")
+    if len(gl) != len(gc): raise ValueError(f"{len(gl)} gallery labels but {len(gc)} gallery cameras")
+    if len(ql) and ql.min() < 0: raise ValueError("a query has a negative label: distractors (-1) belong to the gallery only")
+    order = np.argsort(gl, kind='stable'); sl = gl[order]
+    out = []
+    for l, c in zip(ql, qc):
+        idx = order[np.searchsorted(sl, l, 'left'):np.searchsorted(sl, l, 'right')]   # the gallery images of identity l
+        same = gc[idx] == c
+        out.append((idx[~same], idx[same]))
+    return out
 
 # %% ../nbs/10_metrics.ipynb #77951ee1
 def block_counts(d_old: torch.Tensor, pos: torch.Tensor, ign: torch.Tensor, d_new: torch.Tensor | None = None,
