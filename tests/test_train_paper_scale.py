@@ -130,6 +130,62 @@ def test_paper_scale_bct_path(faces):
     assert all(np.isfinite(v) for v in t.values())
 
 
+def test_paper_scale_bct_robustness_and_chain_paths(faces):
+    """Notebooks 31 and 32 at paper scale: a NormSoftmax old model, a 256-d ReLU new model whose first 128 dimensions
+    meet the old classifier, and a chain phi_1 (25 %) -> phi_2 (50 %, BCT) -> phi_3 (100 %, BCT towards phi_2)."""
+    from compatrepro.core import ExperimentParams
+    from compatrepro.experiments import update_specs, BASELINES, face_features, face_data, face_test
+    P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
+    ns = update_specs(P, 'imdbface', 'imdbface', ['new-β'], old_kw=dict(head='norm_softmax'), arch='resnet18')
+    wide = replace(ns['new-β'], emb_dim=256, embedding_relu=True)
+    s12 = update_specs(P, 'imdbface-25', 'imdbface-50', ['new-β'], arch='resnet18')
+    phi3 = replace(update_specs(P, 'imdbface-50', 'imdbface', [], arch='resnet18')['new'], compat=BASELINES['new-β'](s12['new-β']))
+    for spec in (ns['old'], wide, s12['new-β'], phi3):
+        assert np.isfinite(cached_backbone(spec)['history'][0]['loss'])
+    f = face_features(wide)
+    assert f['eval'].shape[1] == 256 and (f['eval'] >= 0).all()                       # the ReLU embedding
+    t = face_test({p: x[:, :128] for p, x in f.items()}, face_features(ns['old']), face_data(P), fars=(0.25,), fpirs=(0.5,))
+    assert all(np.isfinite(v) for v in t.values())
+
+
+def _fake_market(root, n_train=4, n_test=3, per_id=4):
+    "Market-1501's layout: bounding_box_train/, bounding_box_test/ (with a distractor and a junk image) and query/."
+    rng = np.random.default_rng(3)
+    d = root/'market1501'/'Market-1501-v15.09.15'
+    def put(folder, pid, cam, k):
+        (d/folder).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (64, 32, 3), dtype=np.uint8)).save(d/folder/f'{pid:04d}_c{cam}s1_{k:06d}_00.jpg'.replace('-001', '-1'))
+    for pid in range(1, n_train + 1):
+        for k in range(per_id): put('bounding_box_train', pid, 1 + k % 3, k)
+    for pid in range(n_train + 1, n_train + n_test + 1):
+        put('query', pid, 1, 0)
+        for k in range(1, per_id): put('bounding_box_test', pid, 1 + k % 3, k)
+    put('bounding_box_test', 0, 2, 99); put('bounding_box_test', -1, 2, 98)
+    return root
+
+
+@pytest.fixture
+def market(tmp_path):
+    with _context(tmp_path, _fake_market) as ctx: yield ctx
+
+
+def test_paper_scale_bct_market_path(market):
+    "Notebook 33 at paper scale: an old model on half of Market-1501's training identities, a BCT new model, person search."
+    from compatrepro.core import ExperimentParams
+    from compatrepro.data import get_split
+    from compatrepro.experiments import update_specs
+    from compatrepro.metrics import market_relevance, retrieval_metrics
+    P = ExperimentParams(scale='paper', data_root=market.data_root, epochs=1, batch_size=4)
+    specs = update_specs(P, 'market-1501-375', 'market-1501', ['new-β'], arch='resnet18', warmup_epochs=0)
+    for k in ('old', 'new-β'):
+        assert np.isfinite(cached_backbone(specs[k])['history'][0]['loss'])
+    q, g = (get_split('market-1501', p, 'paper', market.data_root) for p in ('query', 'gallery'))
+    rel = market_relevance(q.labels, q.cameras, g.labels, g.cameras)
+    Fq, Fg = get_features(specs['new-β'], 'market-1501', 'query'), get_features(specs['old'], 'market-1501', 'gallery')
+    r = retrieval_metrics(Fq['features'], Fg['features'], metrics=('mAP', 'top1'), distance='cosine', query_is_gallery=False, relevance=rel)
+    assert 0 <= r['mAP'] <= 100 and len(g) == 3*3 + 1                                    # the junk image (-1) is not in the gallery
+
+
 def test_paper_scale_side_information_path(imagenet):
     "Notebook 27's path at paper scale: a SimCLR ResNet on ImageNet-500 (two views through SimCLR's augmentation), then FCT's h with it."
     side = T.simclr_spec('imagenet-500', 'paper', seed=0, **SMALL)
