@@ -257,9 +257,17 @@ class RecordBook:
         atomic_write_text(self.dir/'claims'/f'{self.notebook}.json', '[\n' + ',\n'.join(json.dumps(c) for c in self.claims) + '\n]\n')
         return c
 
-    def read_others(self) -> pd.DataFrame:
-        "The records of every other notebook of this scale (all seeds, with a `notebook` column), noting each file read as an input of this run."
-        files = sorted(f for f in (self.dir/'records').glob('*.csv') if not f.name.startswith(f'{self.notebook}.'))
+    @staticmethod
+    def _paper_of_records(f: Path) -> str|None:
+        try: return paper_of_notebook(f.name.split('.seed')[0] + '.ipynb')
+        except ValueError: return None
+
+    def read_others(self, paper: str|None = None) -> pd.DataFrame:
+        """The records of every other notebook of this scale (all seeds, with a `notebook` column), or of `paper`'s
+        notebooks only, noting each file read as an input of this run (so two papers' claims notebooks never depend
+        on each other, and can run at once)."""
+        files = sorted(f for f in (self.dir/'records').glob('*.csv') if not f.name.startswith(f'{self.notebook}.')
+                       and (paper is None or self._paper_of_records(f) == paper))
         self.inputs |= {f.name: file_digest(f) for f in files}
         if not files: return pd.DataFrame(columns=list(RECORD_COLUMNS) + ['notebook'])
         return pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in files], ignore_index=True)
@@ -271,7 +279,7 @@ class RecordBook:
         files = sorted(f for f in (self.dir/'claims').glob('*.json')
                        if f.stem != self.notebook and paper_of_notebook(f.stem + '.ipynb') == paper)
         claims = [c for f in files for c in json.loads(f.read_text())]
-        recs = self.read_others()
+        recs = self.read_others(paper)
         self.inputs |= {f'../claims/{f.name}': file_digest(f) for f in files}
         return claims, recs[recs.paper == paper]
 
