@@ -97,7 +97,9 @@ def eval_features(specs: dict, split: str, part: str, params: ExperimentParams|N
 # %% ../nbs/13_experiments.ipynb #af1790be
 BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill')}
 BASELINES |= {   # the BCT paper's new models (its Table 1a), lambda = 1 as openBCT adds the influence loss
-    'new-l2': lambda old: CompatSpec('l2', old), 'new-LwF': lambda old: CompatSpec('lwf', old),
+    'new-l2': lambda old: CompatSpec('l2', old),
+    # LwF as openBCT runs it: the frozen old classifier on phi_new, the old model's soft labels, plain softmax (T = 1)
+    'new-LwF': lambda old: CompatSpec('lwf-bct', old, T=1.),
     # openBCT's l2 term is nn.MSELoss, a mean over the d dimensions: (2/d) times eq. 3's half squared distance
     'new-l2 (MSE)': lambda old: CompatSpec('l2', old, weight=2/old.emb_dim),
     'new-β': lambda old: CompatSpec('bct', old), 'new-β-kd': lambda old: CompatSpec('bct-kd', old),

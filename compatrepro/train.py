@@ -36,7 +36,7 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TIN
 # %% ../nbs/07_train.ipynb #b86d4e11
 CODE_VERSION = 3   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
-COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal',
+COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'lwf-bct', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal',
                   'ra-comp-split')
 
 @dataclass
@@ -264,6 +264,9 @@ class CompatTerm:
             r = torch.where(known, rows, torch.full_like(rows, self.W.shape[0]))
             return L.bct_kd_influence_loss(phi_new, phi_old, self.W, r, self.b, T=self.T, **self.kw)
         if m == 'l2': return masked(L.l2_regression_loss, known, phi_new, phi_old)
+        if m == 'lwf-bct':   # BCT's adaptation as openBCT runs it: the frozen old classifier scores phi_new
+            z_new, z_old = self.old.head(phi_new), self.old.head(phi_old)
+            return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)
         if m == 'lwf':
             if new_head is None: raise ValueError("lwf needs the new head")
             z_new = new_head(phi_new)[:, self.lwf_cols]
