@@ -17,7 +17,7 @@ from .train import CompatSpec, TransformationSpec, apply_transformation, backbon
 from .pipeline import get_backbone, get_features, get_transformation
 from .metrics import (auc, m_tilde, retrieval_metrics, template_features, template_labels, pair_verification,
                                  open_set_search, is_compatible, update_gain)
-from .backfill import backfill_curve, entropy_order, random_order, step_curve, plot_backfill_curves
+from .backfill import backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves
 from .report import RecordBook, claims_table, claim_margins
 from . import losses as L
 
@@ -27,8 +27,8 @@ __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BC
            'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
            'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
            'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs',
-           'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'resolved_points',
-           'compatibility', 'face_points', 'record_compatibility', 'update_gains', 'claims_overview']
+           'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'compatibility',
+           'face_backfill', 'face_points', 'record_compatibility', 'update_gains', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -327,6 +327,12 @@ def face_data(params: ExperimentParams, split: str = 'ijbc') -> dict:
     "{part: dataset} of the IJB-C parts of `face_features`, at the run's scale (their templates, identities, G1/G2, pairs)."
     return {p: get_split(split, p, params.scale, params.data_root) for p in ('eval', 'query', 'gallery')}
 
+def _templates(features, part) -> tuple:
+    "(template features, identity and gallery half 'G1'/'G2' of each template) of one IJB-C `part` embedded as `features`."
+    _, T = template_features(features, part.templates)
+    _, labels = template_labels(part.templates, part.labels); _, halves = template_labels(part.templates, part.gallery_set)
+    return T, labels, np.array([f'G{x}' for x in halves])
+
 def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FPIRS, ranks=(1, 5)) -> dict:
     r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of $\phi_1$ and
     $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`, `TPIR@FPIR=<r>` (the mean
@@ -340,10 +346,8 @@ def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FP
                           pairs[:, :2], pairs[:, 2].astype(bool), far=fars)
     out = {}
     for r in fars: out[f'TAR@FAR={rate_tag(r)}'], out[f'false accepts@FAR={rate_tag(r)}'] = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
-    (_, Pq), (_, Gg) = template_features(first['query'], q.templates), template_features(second['gallery'], g.templates)
-    _, pl = template_labels(q.templates, q.labels); _, gl = template_labels(g.templates, g.labels)
-    _, parts = template_labels(g.templates, g.gallery_set)
-    s = open_set_search(Pq, pl, Gg, gl, np.array([f'G{x}' for x in parts]), fpir=fpirs, ranks=ranks)
+    Pq, pl, _ = _templates(first['query'], q); Gg, gl, parts = _templates(second['gallery'], g)
+    s = open_set_search(Pq, pl, Gg, gl, parts, fpir=fpirs, ranks=ranks)
     names = sorted({k.split('/')[0] for k in s if '/' in k})
     for r in fpirs:
         out[f'TPIR@FPIR={rate_tag(r)}'] = s[f'TPIR@FPIR={r:g}']
@@ -351,22 +355,22 @@ def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FP
     out.update({f'rank{k}': s[f'rank{k}'] for k in ranks})
     return out
 
-def resolved_points(test: dict) -> list[str]:
-    "The rates of a `face_test` result whose operating point rests on at least `RESOLVED_AT` false accepts or alarms, and the ranks."
-    out = []
-    for k in test:
-        if k.startswith(('TAR@', 'TPIR@')):
-            n = test[k.replace('TAR@', 'false accepts@').replace('TPIR@', 'false alarms@')]
-            if n >= RESOLVED_AT: out.append(k)
-        elif k.startswith('rank'): out.append(k)
+def compatibility(m_new_old: float, m_old_old: float, m_new_new: float|None = None) -> dict:
+    r"""BCT eq. 2 ($M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$: 1, else 0), the absolute gain and, given the
+    paragon `m_new_new`, eq. 9's update gain (percent) of one metric; the update gain is left out where the paragon
+    equals $(\phi_{old}, \phi_{old})$ (eq. 9 is undefined)."""
+    out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
+    if m_new_new is not None and m_new_new != m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
     return out
 
-def compatibility(m_new_old: float, m_old_old: float, m_new_new: float) -> dict:
-    r"""BCT eq. 2 ($M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$: 1, else 0), eq. 9's update gain (percent) and the
-    absolute gain of one metric; the update gain is left out where the paragon equals $(\phi_{old}, \phi_{old})$ (eq. 9 is undefined)."""
-    out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
-    if m_new_new != m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
-    return out
+def face_backfill(probe: dict, old: dict, new: dict, data: dict, seed: int = 0, fpirs=BCT_FPIRS) -> pd.DataFrame:
+    r"""BCT App. B (Figure 3): `class_backfill_search` of the probe templates embedded by `probe` (`face_features`) against
+    the gallery templates, embedded by `new` for the classes backfilled and by `old` for the rest, every 2 % of the
+    classes in the random class order of `seed`; columns named as `face_test` names its rates."""
+    Pq, pl, _ = _templates(probe['query'], data['query'])
+    (Go, gl, parts), (Gn, _, _) = (_templates(f['gallery'], data['gallery']) for f in (old, new))
+    curve = class_backfill_search(Pq, pl, Go, Gn, gl, parts, seed=seed, fpir=fpirs)
+    return curve.rename(columns={f'TPIR@FPIR={r:g}': f'TPIR@FPIR={rate_tag(r)}' for r in fpirs})
 
 BCT_HEADLINE = ['TAR@FAR=1e-4', 'TPIR@FPIR=1e-2']      # the operating points of BCT's main tables (1, 2, 3, 4)
 STANDIN_FACE_POINTS = ['TAR@FAR=1e-2', 'TPIR@FPIR=1e-1']   # the smallest rates the tiny IJB-C stand-in resolves
@@ -394,8 +398,7 @@ def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: lis
         for m in metrics: book.add(item, name, m, t[m])
     for name, ref in pairs.items():
         for m in metrics:
-            a, b = tests[name][m], tests[ref][m]
-            book.add(item, name, f'compatible ({m})', float(is_compatible(a, b))); book.add(item, name, f'absolute gain ({m})', a - b)
+            for k, v in compatibility(tests[name][m], tests[ref][m]).items(): book.add(item, name, f'{k} ({m})', v)
 
 def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
     r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), computed from
