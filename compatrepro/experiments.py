@@ -13,22 +13,27 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, parse_lrs, set_context, stage
 from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
-from .train import CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
+from .train import (CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, simclr_spec,
+                               transformation_spec)
 from .pipeline import get_backbone, get_features, get_transformation
-from .metrics import (auc, m_tilde, retrieval_metrics, template_features, template_labels, pair_verification,
+from .metrics import (auc, m_tilde, retrieval_metrics, market_relevance, template_features, template_labels, pair_verification,
                                  open_set_search, is_compatible, update_gain)
-from .backfill import backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves
-from .report import RecordBook, claims_table, claim_margins
+from .backfill import (backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves,
+                                  old_classifier_order, centroid_order)
+from .report import RecordBook, claims_table, claim_margins, diff, above, below, near, least
 from . import losses as L
 
 # %% auto #0
 __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT',
-           'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
-           'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
+           'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1',
+           'RM_VARIANTS', 'RM_NEG_FLIPS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features',
+           'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
            'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
            'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs',
            'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'compatibility',
-           'face_backfill', 'face_points', 'record_compatibility', 'update_gains', 'claims_overview']
+           'face_backfill', 'face_points', 'record_compatibility', 'update_gains', 'RMData', 'rm_data', 'rm_specs',
+           'RMEval', 'rm_eval', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'rm_report', 'best_of',
+           'rm_merge_claims', 'rm_table1_claims', 'rm_beats_everywhere', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -95,7 +100,8 @@ def eval_features(specs: dict, split: str, part: str, params: ExperimentParams|N
     return feats, labels
 
 # %% ../nbs/13_experiments.ipynb #af1790be
-BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill')}
+BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill'),
+             'RACT-A.1': lambda old: ract_compat(old, 'ract')}   # RACT App. A.1 (OpenCompatible's tau = 0.05), as RM ran it
 BASELINES |= {   # the BCT paper's new models (its Table 1a), lambda = 1 as openBCT adds the influence loss
     'new-l2': lambda old: CompatSpec('l2', old),
     # LwF as openBCT runs it: the frozen old classifier on phi_new, the old model's soft labels, plain softmax (T = 1)
@@ -188,9 +194,11 @@ class UpdateSetup:
                              "the same queries (the old or reverse-transformed one, and the new one)")
 
 def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5', 'mAP'),
-                  distance: str = 'l2', query_is_gallery: bool = True, gallery_labels=None, steps: bool = True) -> tuple[dict, dict]:
+                  distance: str = 'l2', query_is_gallery: bool = True, gallery_labels=None, steps: bool = True,
+                  relevance=None) -> tuple[dict, dict]:
     """({method: backfill_curve at `fractions` $t$ (default 21, 0 to 1)}, {method: step_curve at every step}) for each
-    `UpdateSetup`; a setup with `query_old` is evaluated by RM's rank merge (eqs. 3-5), one without by the mixed gallery."""
+    `UpdateSetup`; a setup with `query_old` is evaluated by RM's rank merge (eqs. 3-5), one without by the mixed gallery.
+    `relevance`: per-query positives and junk (e.g. `market_relevance`) instead of the labels' same-class rule."""
     fractions = np.linspace(0, 1, 21) if fractions is None else fractions
     gl = labels if gallery_labels is None else gallery_labels
     curves, step = {}, {}
@@ -199,6 +207,7 @@ def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5',
         args = (s.query, s.gallery_old, s.gallery_new, labels, gl, s.order)
         with stage(f'backfilling curves of {name} ({len(s.order)} gallery items)'):
             kw = {} if s.query_old is None else {'query_old': s.query_old}   # None: the call is exactly the mixed-gallery one
+            if relevance is not None: kw['relevance'] = relevance
             curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery, **kw)
             if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery, **kw)
     return curves, step
@@ -414,6 +423,176 @@ def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
     seeds = sorted(set(' '.join(S.seeds).split())) if len(S) else []
     print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, beside the paper's")
     return pd.DataFrame(out).round(2)
+
+# %% ../nbs/13_experiments.ipynb #28c84348
+class RMData(NamedTuple):
+    "One of RM's upgrades: training splits, evaluation parts, the backbones' keyword arguments, blocks of psi and rho, its mAP."
+    old: str
+    new: str
+    parts: tuple                 # ('eval',): query = gallery; ('query', 'gallery'): separate sets
+    kw: dict
+    arch: str                    # paper scale, homogeneous upgrades: both backbones (sec. 5.3)
+    blocks: int                  # App. B.2: blocks of psi and rho
+    map_metric: str = 'mAP'      # GLDv2: 'mAP@100'
+    relevance: str|None = None   # 'market': Market-1501's same-camera junk rule
+
+RM_DATASETS = {
+    'ImageNet-1K': RMData('imagenet-500', 'imagenet-1k', ('eval',), {'embedding': 'mlfct'}, 'resnet50', 5),
+    'CIFAR-100': RMData('cifar-50', 'cifar-100', ('eval',), {}, 'resnet18', 2),
+    'Places-365': RMData('places-182', 'places-365', ('eval',), {'embedding': 'mlfct'}, 'resnet18', 5),
+    'Market-1501': RMData('market-1501-375', 'market-1501', ('query', 'gallery'), {}, 'resnet18', 2, relevance='market'),
+    'CIFAR-100 open-class': RMData('cifar-100-open-class-old', 'cifar-100-open-class-new', ('eval',), {}, 'resnet18', 2),
+    'GLDv2-test open-class': RMData('gldv2-open-class-old', 'gldv2-open-class-new', ('query', 'gallery'), {}, 'resnet18', 2, 'mAP@100'),
+}
+# heterogeneous upgrades (sec. 5.3, Figure 7, Table A2): (old, new) architectures at paper scale and on the stand-in
+RM_UPGRADES = {'deeper': {'paper': ('resnet18', 'resnet50'), 'standin': (None, 'resnet18')},
+               'vit': {'paper': ('resnet18', 'vit_b_32'), 'standin': (None, 'vit_b_32')}}
+RM_FRACTIONS = np.linspace(0, 1, 11)   # sec. 5.1: t in {0, 0.1, ..., 1}
+RM_TABLE1 = ('old', 'new', 'RM naive', 'BCT', 'FCT', 'FCT (side-info)', 'BiCT', 'RACT', 'RM')
+RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', True), 'CL-M': ('cl-m', True)}  # (objective, rho)
+
+def rm_data(name: str) -> RMData:
+    "The `RMData` of one of RM's datasets, by the name its tables use."
+    if name not in RM_DATASETS: raise ValueError(f"unknown RM dataset {name!r}; use one of {list(RM_DATASETS)}")
+    return RM_DATASETS[name]
+
+def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT-A.1'), upgrade: str|None = None) -> dict:
+    """{'old', 'new', *baselines, 'side'}: the backbone specs of an RM upgrade on `data`, and FCT's side-information
+    model (see above). `upgrade`: None for homogeneous (paper: `data.arch` for both; stand-in: its ResNet-10), or a
+    heterogeneous one of `RM_UPGRADES` (the new model and the baselines on the new architecture; on the stand-in the
+    old model stays its ResNet-10, so it is the homogeneous upgrade's old model)."""
+    if upgrade is not None and upgrade not in RM_UPGRADES: raise ValueError(f"upgrade={upgrade!r}: use None or one of {list(RM_UPGRADES)}")
+    arch = (data.arch, data.arch) if upgrade is None else RM_UPGRADES[upgrade]['paper']
+    if params.standin: arch = (None, None) if upgrade is None else RM_UPGRADES[upgrade]['standin']
+    old_kw, new_kw = ({'arch': a} if a else None for a in arch)
+    specs = update_specs(params, data.old, data.new, baselines, old_kw=old_kw, new_kw=new_kw, **data.kw)
+    return specs | {'side': simclr_spec('imagenet-500', params.scale, params.seed, **params.overrides)}
+
+class RMEval(NamedTuple):
+    "The evaluation data of an RM upgrade: {model: features} of the queries and of the gallery, their labels, relevance."
+    query: dict
+    gallery: dict
+    query_labels: torch.Tensor
+    gallery_labels: torch.Tensor
+    query_is_gallery: bool
+    relevance: object = None
+
+def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
+    "The features of every backbone of `specs` on `data`'s evaluation parts (trained and extracted if missing)."
+    if data.parts == ('eval',):
+        F, y = eval_features(specs, data.new, 'eval')
+        return RMEval(F, F, y, y, True)
+    (Fq, yq), (Fg, yg) = (eval_features(specs, data.new, p) for p in data.parts)
+    rel = None
+    if data.relevance == 'market':
+        Q, G = (get_split(data.new, p, params.scale, params.data_root, seed=specs['old'].data_seed) for p in data.parts)
+        rel = market_relevance(Q.labels, Q.cameras, G.labels, G.cameras)
+    return RMEval(Fq, Fg, yq, yg, False, rel)
+
+def rm_transform(specs: dict, objective: str, data: RMData, E: RMEval, params: ExperimentParams, rho: bool = True,
+                 **overrides) -> tuple:
+    r"""$(\rho^{new}(Q), \rho^{rev}(Q), \rho^{new}(G))$ of RM's transformation trained with `objective` ('rqt' eq. 9,
+    'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) on the new training split; `rho=False`: no $\rho$, so $\rho^{new}=\phi^{new}$."""
+    spec = transformation_spec(specs['old'], specs['new'], objective, seed=params.seed, psi_blocks=data.blocks,
+                               rho_blocks=data.blocks if rho else 0, **overrides)
+    net = get_transformation(spec)
+    q_new, q_rev = apply_transformation(net, E.query['new'])
+    g_new = q_new if E.query_is_gallery else apply_transformation(net, E.gallery['new'])[0]
+    return q_new, q_rev, g_new
+
+def rm_orders(specs: dict, E: RMEval, seed: int) -> dict:
+    r"""RM App. A's backfilling orders of the gallery: 'old classifier' (ascending top-class softmax score of
+    $\kappa_{old}$ on $\phi^{old}$, what every method uses), 'centroid' (ascending cosine similarity to the class
+    centroid of the old features) and 'random'."""
+    with torch.no_grad(): logits = get_backbone(specs['old'], 'cpu').head(E.gallery['old'])
+    return {'old classifier': old_classifier_order(logits), 'centroid': centroid_order(E.gallery['old'], E.gallery_labels),
+            'random': random_order(len(E.gallery_labels), seed=seed)}
+
+def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, order: np.ndarray, methods=RM_TABLE1) -> dict:
+    "{row: UpdateSetup} of RM's comparison (the table above) for `methods`, every one backfilled in `order`."
+    Q, G, out = E.query, E.gallery, {}
+    def fct(new_key, side=False):
+        kw = dict(side_features=G['side'], side_info=specs['side']) if side else {}
+        return transform_old(specs['old'], specs[new_key], 'l2', G['old'], params, **kw)[0]
+    for m in methods:
+        if m in ('old', 'new'): out[m] = UpdateSetup(Q[m], G[m], G[m], order)
+        elif m == 'RM naive': out[m] = UpdateSetup(Q['new'], G['old'], G['new'], order, Q['old'])
+        elif m == 'BCT': out[m] = UpdateSetup(Q['BCT'], G['old'], G['BCT'], order)
+        elif m == 'RACT': out[m] = UpdateSetup(Q['RACT-A.1'], G['old'], G['RACT-A.1'], order)
+        elif m == 'FCT': out[m] = UpdateSetup(Q['new'], fct('new'), G['new'], order)
+        elif m == 'FCT (side-info)': out[m] = UpdateSetup(Q['new'], fct('new', side=True), G['new'], order)
+        elif m == 'BiCT': out[m] = UpdateSetup(Q['BCT'], fct('BCT'), G['BCT'], order)
+        elif m in RM_VARIANTS:
+            objective, rho = RM_VARIANTS[m]
+            q_new, q_rev, g_new = rm_transform(specs, objective, data, E, params, rho=rho)
+            out[m] = UpdateSetup(q_new, G['old'], g_new, order, q_rev)
+        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS)}")
+    return out
+
+def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None) -> tuple[dict, dict]:
+    "`update_curves` of RM's `setups` as RM evaluates: cosine distance, t in `RM_FRACTIONS`, top-1 and the dataset's mAP."
+    return update_curves(setups, E.query_labels, RM_FRACTIONS, metrics or ('top1', data.map_metric), 'cosine',
+                         E.query_is_gallery, E.gallery_labels, relevance=E.relevance)
+
+RM_NEG_FLIPS = 'negative flips (% of queries, most at any step)'
+
+def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: str|None = None, methods=None) -> pd.DataFrame:
+    r"""Record and tabulate an RM item: $\text{AUC}_{mAP}$, $\text{AUC}_{CMC}$ (top-1; `AUC_top1`), Gain
+    $=(\text{AUC}_{mAP}-\text{old})/(\text{new}-\text{old})$ in percent when the curves hold 'old' and 'new' (Table 1),
+    each curve's values at every $t$, its largest drop between consecutive $t$ and its negative flips (the claims);
+    draw `figure`."""
+    methods = list(methods or curves)
+    m = data.map_metric
+    report_update(book, item, curves, steps, methods, metrics=('top1', m), figure=figure, auc=True)
+    if 'old' in curves and 'new' in curves:
+        lo, hi = curve_auc(curves['old'], m), curve_auc(curves['new'], m)
+        for k in methods: book.add(item, k, 'Gain (%)', 100*update_gain(curve_auc(curves[k], m), lo, hi, strict=False))
+    for k in methods:
+        for metric in ('top1', m):
+            v = curves[k][metric]
+            book.add(item, k, f'largest drop of {metric}_t', float(np.max(-np.diff(v.to_numpy()), initial=0.)))
+            for t, x in v.items(): book.add(item, k, f'{metric} at t={t:.1f}', float(x))
+        if k in steps: book.add(item, k, RM_NEG_FLIPS, float(steps[k]['neg_flips'].max()))
+    cols = [f'AUC_{x}' for x in ('top1', m)] + (['Gain (%)'] if 'old' in curves and 'new' in curves else [])
+    return book.table(item, metrics=cols, methods=methods)
+
+# %% ../nbs/13_experiments.ipynb #3c6f8746
+def best_of(item: str, best: str, others, metric: str) -> list:
+    "The margin of `best` above every one of `others` on `metric` of `item`."
+    return least(*[diff((item, best, metric), (item, o, metric)) for o in others])
+
+def _declare(book, claims: dict, written: dict|None):
+    for k in written or {}:
+        if k not in claims: raise ValueError(f"written verdict for unknown claim {k!r}; the claims here are {list(claims)}")
+    for k, (text, margin) in claims.items(): book.claim(text, margin, **(written or {}).get(k, {}))
+
+def rm_merge_claims(book, item: str, data: RMData, method: str = 'RM naive', written: dict|None = None):
+    "Claim 1 (sec. 3.1-3.3, eqs. 6-8) on `method`'s merge in `item`: monotone in t, M_0 = old/old, M_1 = new/new, no negative flips."
+    m = data.map_metric
+    _declare(book, {
+        'monotone': (f'{item}: {method} is monotone in t (no drop of top-1 or {m} between consecutive t)',
+                     least(*[below((item, method, f'largest drop of {x}_t'), 1.) for x in ('top1', m)])),
+        'M0': (f'{item}: {method} M_0 = old/old ({m}, eq. 6)', near((item, method, f'{m} at t=0.0'), (item, 'old', f'{m} at t=0.0'), 1.)),
+        'M1': (f'{item}: {method} M_1 = new/new ({m}, eq. 7)', near((item, method, f'{m} at t=1.0'), (item, 'new', f'{m} at t=1.0'), 1.)),
+        'flips': (f'{item}: {method} has no negative flips (top-1, any step)', below((item, method, RM_NEG_FLIPS), 1.))}, written)
+
+def rm_table1_claims(book, item: str, data: RMData, gain_over_100: bool = False, written: dict|None = None):
+    """Claims 2 and 3 (sec. 5.3) on Table 1 or A2: RM has the highest AUC of the compatible methods, FCT with
+    side-information beats FCT, BCT's gain is below the naive merge's, BiCT and RACT end below new/new; where the
+    paper's own Gain exceeds 100 % (`gain_over_100`), RM's does too."""
+    m, others = data.map_metric, [k for k in RM_TABLE1 if k not in ('old', 'new', 'RM')]
+    claims = {f'best {x}': (f'{item}: RM has the highest AUC_{x} of all methods', best_of(item, 'RM', others, f'AUC_{x}'))
+              for x in (m, 'top1')}
+    claims['side-info'] = (f'{item}: FCT with side-information > FCT (AUC_{m})', diff((item, 'FCT (side-info)', f'AUC_{m}'), (item, 'FCT', f'AUC_{m}')))
+    claims['BCT small'] = (f"{item}: BCT's gain is small (below the naive merge's)", diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
+    for k in ('BiCT', 'RACT'):
+        claims[f'{k} below new'] = (f'{item}: {k} ends below new/new ({m} at t=1)', diff((item, 'new', f'{m} at t=1.0'), (item, k, f'{m} at t=1.0')))
+    if gain_over_100: claims['gain > 100'] = (f"{item}: RM's Gain exceeds 100 %", above((item, 'RM', 'Gain (%)'), 100.))
+    _declare(book, claims, written)
+
+def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
+    "The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS`."
+    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}')) for t in RM_FRACTIONS])
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -18,8 +18,8 @@ from .metrics import EVAL_VERSION
 # %% auto #0
 __all__ = ['KEYS', 'VERDICTS', 'aggregate_records', 'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table',
            'table_caption', 'summary_markdown', 'write_summary', 'notebook_code_hash', 'file_digest', 'find_notebook',
-           'machine_info', 'linear', 'diff', 'above', 'least', 'order', 'make_claim', 'claim_refs', 'claim_margins',
-           'claim_verdict', 'claims_table', 'RecordBook']
+           'machine_info', 'linear', 'diff', 'above', 'below', 'least', 'near', 'order', 'make_claim', 'claim_refs',
+           'claim_margins', 'claim_verdict', 'claims_table', 'RecordBook']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -151,7 +151,11 @@ def linear(coefs: dict, const: float = 0.) -> list:
 
 def diff(a: tuple, b: tuple) -> list: return linear({tuple(a): 1., tuple(b): -1.})
 def above(a: tuple, x: float) -> list: return linear({tuple(a): 1.}, -x)
+def below(a: tuple, x: float) -> list: return linear({tuple(a): -1.}, x)
 def least(*margins) -> list: return [t for m in margins for t in m]
+def near(a: tuple, b: tuple, tol: float) -> list:
+    "The margin of `a` and `b` being equal up to `tol`: $tol - |a - b|$."
+    return least(linear({tuple(a): 1., tuple(b): -1.}, tol), linear({tuple(a): -1., tuple(b): 1.}, tol))
 def order(item: str, methods: list, metric: str) -> list:
     "The margin of `methods` being in decreasing order of `metric` in `item`."
     return least(*[diff((item, a, metric), (item, b, metric)) for a, b in zip(methods, methods[1:])])

@@ -25,12 +25,12 @@ from .features import extract_features
 
 # %% auto #0
 __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE',
-           'STANDIN_RECIPES', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES',
+           'STANDIN_RECIPES', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'RM_PER_CLASS',
            'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION', 'BackboneSpec', 'CompatSpec',
            'compat_terms', 'compat_old', 'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat',
-           'CompatTerm', 'CompatTerms', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
-           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
-           'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
+           'CompatTerm', 'CompatTerms', 'class_balanced_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
+           'init_seed', 'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone',
+           'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
            'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
@@ -319,10 +319,32 @@ class _Views(torch.utils.data.Dataset):
 def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed)*100_003 + int(epoch)*7_919 + 17)
 
+def class_balanced_rows(labels, batch_size: int, per_class: int, generator: torch.Generator) -> torch.Tensor:
+    """[n_batches, batch_size] row indices of one epoch in which every image's class has a multiple of `per_class`
+    images in its batch (P x K sampling): each class's images are shuffled and cut into groups of `per_class` (its
+    last group filled up by drawing again from the class), the groups shuffled and packed into batches, drop-last.
+    An epoch has as many batches as a plain shuffle of the same images would give."""
+    y = torch.as_tensor(np.asarray(labels.cpu() if torch.is_tensor(labels) else labels)).long().ravel()
+    if per_class < 2: raise ValueError(f"per_class={per_class}: a class-balanced batch needs at least 2 images of a class")
+    if batch_size % per_class: raise ValueError(f"batch_size={batch_size} is not a multiple of per_class={per_class}")
+    groups = []
+    for c in torch.unique(y):
+        idx = torch.nonzero(y == c).ravel()
+        idx = idx[torch.randperm(len(idx), generator=generator)]
+        short = -len(idx) % per_class
+        if short: idx = torch.cat([idx, idx[torch.randint(len(idx), (short,), generator=generator)]])
+        groups.append(idx.view(-1, per_class))
+    groups = torch.cat(groups)
+    groups = groups[torch.randperm(len(groups), generator=generator)]
+    n_batches = min(len(y)//batch_size, len(groups)*per_class//batch_size)
+    if n_batches == 0: raise ValueError(f"the training set has {len(y)} images, fewer than one batch of {batch_size}")
+    return groups[:n_batches*(batch_size//per_class)].reshape(n_batches, batch_size)
+
 def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int = 0, world: int = 1,
-                 num_workers: int|None = None, train: bool = True, views: int = 1):
+                 num_workers: int|None = None, train: bool = True, views: int = 1, per_class: int|None = None):
     """Yield `(x, labels)` batches of epoch `epoch` on `device` (drop-last; this process's share of a global `batch_size`).
-    `views=k>1`: `x` is [B, k, C, H, W], k independent augmentations of each image (SimCLR's two views)."""
+    `views=k>1`: `x` is [B, k, C, H, W], k independent augmentations of each image (SimCLR's two views).
+    `per_class=k`: class-balanced batches of k images per class (`class_balanced_rows`; the dataset's `labels`)."""
     if views > 1 and not train: raise ValueError("views > 1 needs train=True: un-augmented views would all be equal")
     g = _epoch_generator(seed, epoch)
     device = torch.device(device)
@@ -330,11 +352,13 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
     if per < 1: raise ValueError(f"batch_size={batch_size} is smaller than the number of processes ({world})")
     if hasattr(ds, 'tensors') and hasattr(ds, 'augment'):
         X, Y = ds.tensors()
-        n_batches = len(Y)//batch_size
-        if n_batches == 0: raise ValueError(f"the training set has {len(Y)} images, fewer than one batch of {batch_size}")
-        perm = torch.randperm(len(Y), generator=g)
-        for i in range(n_batches):
-            idx = perm[i*batch_size:(i+1)*batch_size][rank::world]
+        if per_class: rows = class_balanced_rows(Y, batch_size, per_class, g)
+        else:
+            n_batches = len(Y)//batch_size
+            if n_batches == 0: raise ValueError(f"the training set has {len(Y)} images, fewer than one batch of {batch_size}")
+            rows = torch.randperm(len(Y), generator=g)[:n_batches*batch_size].view(n_batches, batch_size)
+        for r in rows:
+            idx = r[rank::world]
             xb = X[idx].to(device, non_blocking=True)
             if views > 1: xb = torch.stack([ds.augment(xb, generator=g) for _ in range(views)], 1)
             else: xb = ds.augment(xb, generator=g) if train else ds.normalize(xb)
@@ -344,9 +368,11 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         def __init__(self, order): self.order = order
         def __iter__(self): return iter(self.order.tolist())
         def __len__(self): return len(self.order)
-    n_batches = len(ds)//batch_size
-    if n_batches == 0: raise ValueError(f"the training set has {len(ds)} images, fewer than one batch of {batch_size}")
-    perm = torch.randperm(len(ds), generator=g)[:n_batches*batch_size].view(n_batches, batch_size)[:, rank::world].reshape(-1)
+    if per_class: perm = class_balanced_rows(ds.labels, batch_size, per_class, g)[:, rank::world].reshape(-1)
+    else:
+        n_batches = len(ds)//batch_size
+        if n_batches == 0: raise ValueError(f"the training set has {len(ds)} images, fewer than one batch of {batch_size}")
+        perm = torch.randperm(len(ds), generator=g)[:n_batches*batch_size].view(n_batches, batch_size)[:, rank::world].reshape(-1)
     nw = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
     if views > 1: ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
@@ -550,7 +576,8 @@ def simclr_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> 
 # %% ../nbs/07_train.ipynb #a66ede2e
 FASTFILL_OBJECTIVES = ('l2', 'disc', 'l2+disc', 'l2+uncert', 'disc+uncert', 'l2+disc+uncert')
 RM_OBJECTIVES = ('rqt', 'cl', 'cl-m', 'mcl')
-STANDIN_TRANSFORMATION_RECIPES = {'tiny': dict(epochs=20, epochs_rm=12, batch_size=256, inner_dim=512),
+RM_PER_CLASS = 4   # images per class in a batch of RM's transformation training (class-balanced batches)
+STANDIN_TRANSFORMATION_RECIPES = {'tiny': dict(epochs=20, epochs_rm=50, batch_size=256, inner_dim=512),
                                   'smoke': dict(epochs=2, epochs_rm=2, batch_size=64, inner_dim=512)}
 
 @dataclass
@@ -578,6 +605,7 @@ class TransformationSpec:
     batch_size: int = 1024
     warmup_epochs: float = 5.0
     freeze_bn_epoch: float|None = 40     # BatchNorm frozen (eval mode) from this epoch on; None: never
+    per_class: int|None = field(default=None, metadata=KEY_NEW_FIELD)   # class-balanced batches of this many images per class (RM); None: plain shuffle
     psi_grad_to_h: bool = field(default=True, metadata=KEY_NEW_FIELD)   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
                                          # backbone); False: psi reads h with the gradient stopped (an ablation)
     normalize_h: bool = field(default=False, metadata=KEY_NEW_FIELD)   # h(phi_old) of unit length (FastFill App. A.2, VGGFace2)
@@ -600,7 +628,8 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
                         **overrides) -> TransformationSpec:
     "The paper's recipe for `objective` (FastFill App. A.2 or RM sec. 5.2) at the backbones' scale, with `overrides`."
     kw = dict(old=old, new=new, objective=objective, seed=seed)
-    if objective in RM_OBJECTIVES: kw.update(lr=1e-4, weight_decay=0., epochs=50, warmup_epochs=0., freeze_bn_epoch=None)
+    if objective in RM_OBJECTIVES:   # RM sec. 5.2; per_class: our choice (see above), so that mined positives exist
+        kw.update(lr=1e-4, weight_decay=0., epochs=50, warmup_epochs=0., freeze_bn_epoch=None, per_class=RM_PER_CLASS)
     if new.scale in STANDIN_SCALES:
         r = STANDIN_TRANSFORMATION_RECIPES[new.scale]
         e = r['epochs_rm'] if objective in RM_OBJECTIVES else r['epochs']
@@ -683,10 +712,10 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
     n = len(Y); steps = n//spec.batch_size
     if steps == 0: raise ValueError(f"{n} training features are fewer than one batch of {spec.batch_size}")
     def batches(epoch):
-        perm = torch.randperm(n, generator=_epoch_generator(spec.seed, epoch)).to(device)
-        for i in range(steps):
-            idx = perm[i*spec.batch_size:(i+1)*spec.batch_size]
-            yield Xo[idx], Xn[idx], Y[idx], None if S is None else S[idx]
+        g = _epoch_generator(spec.seed, epoch)
+        if spec.per_class: rows = class_balanced_rows(labels, spec.batch_size, spec.per_class, g).to(device)
+        else: rows = torch.randperm(n, generator=g)[:steps*spec.batch_size].view(steps, spec.batch_size).to(device)
+        for idx in rows: yield Xo[idx], Xn[idx], Y[idx], None if S is None else S[idx]
     dims = (phi_old.shape[1], phi_new.shape[1], None if side is None else side.shape[1])
     t0 = time.time()
     art = _fit_transformation(spec, dims, steps, batches, new_head, checkpoint, device, stop_after, show_progress)
@@ -694,13 +723,13 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
     return art
 
 def same_view_batches(old: nn.Module, new: nn.Module, train_set, batch_size: int, epoch: int, seed: int, device,
-                      side: nn.Module|None = None, num_workers: int|None = None):
+                      side: nn.Module|None = None, num_workers: int|None = None, per_class: int|None = None):
     r"""Yield $(\phi_{old}(x), \phi_{new}(x), y, \phi_{side}(x)$ or None$)$ for the batches of epoch `epoch`: one
     augmented view $x$ of each image, drawn afresh every epoch, through the frozen models (eval mode, no gradient), so
     that $h(\phi_{old}(x))$ is pulled towards $\phi_{new}$ of the *same* view (as FCT's code trains)."""
     device = torch.device(device)
     models = [m.to(device).eval() for m in (old, new) + ((side,) if side is not None else ())]
-    for x, y in iter_batches(train_set, batch_size, epoch, seed, device, num_workers=num_workers, train=True):
+    for x, y in iter_batches(train_set, batch_size, epoch, seed, device, num_workers=num_workers, train=True, per_class=per_class):
         with torch.no_grad(), autocast(device):
             f = [m(x).float() for m in models]
         yield f[0], f[1], y, (f[2] if side is not None else None)
@@ -717,7 +746,8 @@ def train_transformation_same_view(spec: TransformationSpec, old: nn.Module, new
     device = get_device(device)
     steps = len(train_set)//spec.batch_size
     if steps == 0: raise ValueError(f"the training set has {len(train_set)} images, fewer than one batch of {spec.batch_size}")
-    batches = lambda epoch: same_view_batches(old, new, train_set, spec.batch_size, epoch, spec.seed, device, side, num_workers)
+    batches = lambda epoch: same_view_batches(old, new, train_set, spec.batch_size, epoch, spec.seed, device, side, num_workers,
+                                              spec.per_class)
     dims = (old.emb_dim, new.emb_dim, None if side is None else side.emb_dim)
     t0 = time.time()
     art = _fit_transformation(spec, dims, steps, batches, new.head, checkpoint, device, stop_after, show_progress)
