@@ -26,8 +26,8 @@ from . import losses as L
 # %% auto #0
 __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT',
            'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1',
-           'RM_VARIANTS', 'RM_NEG_FLIPS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment', 'eval_features',
-           'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
+           'RACT_FASTFILL', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
+           'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
            'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
            'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs',
            'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'compatibility',
@@ -449,6 +449,7 @@ RM_UPGRADES = {'deeper': {'paper': ('resnet18', 'resnet50'), 'standin': (None, '
                'vit': {'paper': ('resnet18', 'vit_b_32'), 'standin': (None, 'vit_b_32')}}
 RM_FRACTIONS = np.linspace(0, 1, 11)   # sec. 5.1: t in {0, 0.1, ..., 1}
 RM_TABLE1 = ('old', 'new', 'RM naive', 'BCT', 'FCT', 'FCT (side-info)', 'BiCT', 'RACT', 'RM')
+RACT_FASTFILL = 'RACT (FastFill setting)'   # the other reading: tau = 0.5 (FastFill App. A.2), `BASELINES['RACT']`
 RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', True), 'CL-M': ('cl-m', True)}  # (objective, rho)
 
 def rm_data(name: str) -> RMData:
@@ -519,6 +520,7 @@ def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, or
         elif m == 'RM naive': out[m] = UpdateSetup(Q['new'], G['old'], G['new'], order, Q['old'])
         elif m == 'BCT': out[m] = UpdateSetup(Q['BCT'], G['old'], G['BCT'], order)
         elif m == 'RACT': out[m] = UpdateSetup(Q['RACT-A.1'], G['old'], G['RACT-A.1'], order)
+        elif m == RACT_FASTFILL: out[m] = UpdateSetup(Q['RACT'], G['old'], G['RACT'], order)
         elif m == 'FCT': out[m] = UpdateSetup(Q['new'], fct('new'), G['new'], order)
         elif m == 'FCT (side-info)': out[m] = UpdateSetup(Q['new'], fct('new', side=True), G['new'], order)
         elif m == 'BiCT': out[m] = UpdateSetup(Q['BCT'], fct('BCT'), G['BCT'], order)
@@ -526,7 +528,7 @@ def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, or
             objective, rho = RM_VARIANTS[m]
             q_new, q_rev, g_new = rm_transform(specs, objective, data, E, params, rho=rho)
             out[m] = UpdateSetup(q_new, G['old'], g_new, order, q_rev)
-        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS)}")
+        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS) + (RACT_FASTFILL,)}")
     return out
 
 def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None) -> tuple[dict, dict]:

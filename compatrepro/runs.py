@@ -246,7 +246,7 @@ def runs_of(results_dir: str|Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'file'])
 
 # %% ../nbs/14_runs.ipynb #b2e74857
-_RE_ITEM = re.compile(r'^\s*(tab(?:le)?|fig(?:ure)?)\.?\s*(\d+)', re.IGNORECASE)
+_RE_ITEM = re.compile(r'^\s*(tab(?:le)?|fig(?:ure)?)\.?\s*([A-Z]?\d+)', re.IGNORECASE)   # appendix items: 'Table A2'
 
 def norm_item(item) -> str:
     "'Fig. 3a' -> 'Figure 3', 'table 2 (b)' -> 'Table 2': sub-panels count for their table or figure."
