@@ -238,12 +238,13 @@ def curve_auc(curve: pd.DataFrame, metric: str) -> float:
     return auc(curve[metric].to_numpy(), t)
 
 # %% ../nbs/13_experiments.ipynb #5717ba69
-def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', 'mAP')):
-    "One backfilling-curve panel per metric; top-1 uses the every-step curves when present."
+def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', 'mAP'), area: str = 'm_tilde'):
+    """One backfilling-curve panel per metric, the legend carrying each curve's `area` ('m_tilde': FastFill eq. 6,
+    top-1 from the every-step curves when present; 'auc': RM's AUC, from the fraction curves the tables integrate)."""
     fig, axs = plt.subplots(1, len(metrics), figsize=(5.5*len(metrics), 4), squeeze=False)
     for ax, m in zip(axs[0], metrics):
-        src = steps if (m == 'top1' and steps) else curves
-        plot_backfill_curves({k: v.reset_index() for k, v in src.items()}, m, m, ax=ax)
+        src = steps if (m == 'top1' and steps and area == 'm_tilde') else curves
+        plot_backfill_curves({k: v.reset_index() for k, v in src.items()}, m, m, area=area, ax=ax)
     fig.suptitle(title, fontsize=10)   # once, above the panels: a title per panel overlaps its neighbours
     fig.tight_layout()
     return fig
@@ -258,7 +259,7 @@ def report_update(book, item: str, curves: dict, steps: dict, methods=None, metr
     cs, st = {k: curves[k] for k in methods}, {k: steps[k] for k in methods if k in steps}
     record_curves(book, item, cs, st, metrics, auc=auc)
     if figure:
-        fig = plot_update_curves(cs, st, f'{figure} — {book.where}', plot_metrics or metrics)
+        fig = plot_update_curves(cs, st, f'{figure} — {book.where}', plot_metrics or metrics, area='auc' if auc else 'm_tilde')
         book.save_figure(fig, figure); plt.show()
     return book.table(item, metrics=[f'{m}~' for m in metrics] + ([f'AUC_{m}' for m in metrics] if auc else []))
 
