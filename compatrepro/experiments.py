@@ -603,7 +603,7 @@ RM_STANDIN_REASONS = {   # why a claim does not hold on the stand-in; each noteb
                  "(docs/standin_regime.md): BCT, and BiCT built on it, end in that better space, above new/new, so their "
                  "AUC passes RM's, whose new model is the independent one",
     'side-info': "the side-information model (SimCLR on the ImageNet stand-in's old classes) adds nothing the old "
-                 "features lack on the glyphs: FCT with and without it are level",
+                 "features lack on the glyphs: FCT with it is level with FCT without it, or slightly below",
     'gain': "RM's final embedding rho^new ends near or above new/new, but its merge starts from the backward system "
             "{rho^rev, phi^old}, far below new/new, so the area stays under the new model's",
     'mcl vs cl-m': "CL-M's contrast within each system already makes the two systems' distances comparable on the "
