@@ -600,8 +600,8 @@ RM_STANDIN_REASONS = {   # why a claim does not hold on the stand-in; each noteb
                    "gets right can lose its item to a nearer wrong one from the backfilled part while the mean curve rises; "
                    "RM's 'without negative flips' is read off the curves, which the monotonicity claim checks",
     'BCT space': "BCT's influence loss makes the stand-in's new model better than the independently trained one "
-                 "(docs/standin_regime.md): BCT, and BiCT built on it, end in that better space, above new/new, so their "
-                 "AUC passes RM's, whose new model is the independent one",
+                 "(docs/standin_regime.md): BCT, and BiCT built on it, end in that better space, above new/new, and "
+                 "BiCT's AUC passes RM's, whose new model is the independent one",
     'side-info': "the side-information model (SimCLR on the ImageNet stand-in's old classes) adds nothing the old "
                  "features lack on the glyphs: FCT with it is level with FCT without it, or slightly below",
     'gain': "RM's final embedding rho^new ends near or above new/new, but its merge starts from the backward system "
