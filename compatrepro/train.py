@@ -29,9 +29,9 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TIN
            'RM_OBJECTIVES', 'RM_PER_CLASS', 'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS',
            'PAPER_RECIPE_VERSION', 'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms',
            'compat_old', 'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm',
-           'CompatTerms', 'class_balanced_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
-           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone', 'simclr_spec',
-           'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
+           'CompatTerms', 'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
+           'init_seed', 'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone',
+           'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
            'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
@@ -345,6 +345,16 @@ def class_balanced_rows(labels, batch_size: int, per_class: int, generator: torc
     if n_batches == 0: raise ValueError(f"the training set has {len(y)} images, fewer than one batch of {batch_size}")
     return groups[:n_batches*(batch_size//per_class)].reshape(n_batches, batch_size)
 
+def epoch_rows(n: int, batch_size: int, generator: torch.Generator, per_class: int|None = None, labels=None) -> torch.Tensor:
+    """[n_batches, batch_size] row indices of one epoch over `n` items, drop-last: a plain shuffle, or with `per_class`
+    the class-balanced batches of `class_balanced_rows` (which need the items' `labels`)."""
+    if per_class:
+        if labels is None: raise ValueError("class-balanced batches (per_class) need the labels of the training items")
+        return class_balanced_rows(labels, batch_size, per_class, generator)
+    n_batches = n//batch_size
+    if n_batches == 0: raise ValueError(f"the training set has {n} images, fewer than one batch of {batch_size}")
+    return torch.randperm(n, generator=generator)[:n_batches*batch_size].view(n_batches, batch_size)
+
 def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int = 0, world: int = 1,
                  num_workers: int|None = None, train: bool = True, views: int = 1, per_class: int|None = None):
     """Yield `(x, labels)` batches of epoch `epoch` on `device` (drop-last; this process's share of a global `batch_size`).
@@ -357,12 +367,7 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
     if per < 1: raise ValueError(f"batch_size={batch_size} is smaller than the number of processes ({world})")
     if hasattr(ds, 'tensors') and hasattr(ds, 'augment'):
         X, Y = ds.tensors()
-        if per_class: rows = class_balanced_rows(Y, batch_size, per_class, g)
-        else:
-            n_batches = len(Y)//batch_size
-            if n_batches == 0: raise ValueError(f"the training set has {len(Y)} images, fewer than one batch of {batch_size}")
-            rows = torch.randperm(len(Y), generator=g)[:n_batches*batch_size].view(n_batches, batch_size)
-        for r in rows:
+        for r in epoch_rows(len(Y), batch_size, g, per_class, Y):
             idx = r[rank::world]
             xb = X[idx].to(device, non_blocking=True)
             if views > 1: xb = torch.stack([ds.augment(xb, generator=g) for _ in range(views)], 1)
@@ -373,11 +378,7 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         def __init__(self, order): self.order = order
         def __iter__(self): return iter(self.order.tolist())
         def __len__(self): return len(self.order)
-    if per_class: perm = class_balanced_rows(ds.labels, batch_size, per_class, g)[:, rank::world].reshape(-1)
-    else:
-        n_batches = len(ds)//batch_size
-        if n_batches == 0: raise ValueError(f"the training set has {len(ds)} images, fewer than one batch of {batch_size}")
-        perm = torch.randperm(len(ds), generator=g)[:n_batches*batch_size].view(n_batches, batch_size)[:, rank::world].reshape(-1)
+    perm = epoch_rows(len(ds), batch_size, g, per_class, getattr(ds, 'labels', None))[:, rank::world].reshape(-1)
     nw = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
     if views > 1: ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
@@ -717,9 +718,7 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
     n = len(Y); steps = n//spec.batch_size
     if steps == 0: raise ValueError(f"{n} training features are fewer than one batch of {spec.batch_size}")
     def batches(epoch):
-        g = _epoch_generator(spec.seed, epoch)
-        if spec.per_class: rows = class_balanced_rows(labels, spec.batch_size, spec.per_class, g).to(device)
-        else: rows = torch.randperm(n, generator=g)[:steps*spec.batch_size].view(steps, spec.batch_size).to(device)
+        rows = epoch_rows(n, spec.batch_size, _epoch_generator(spec.seed, epoch), spec.per_class, labels).to(device)
         for idx in rows: yield Xo[idx], Xn[idx], Y[idx], None if S is None else S[idx]
     dims = (phi_old.shape[1], phi_new.shape[1], None if side is None else side.shape[1])
     t0 = time.time()
