@@ -14,13 +14,13 @@ import torch
 from torch.utils.data import Dataset
 
 from .core import ArtifactCache, STANDIN_SCALES, check_scale, register_version, seeded_rng, spec_key
-from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, standin_config
+from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, pretrain_config, standin_config
 from .manifests import ManifestDataset, load_manifest
 
 # %% auto #0
 __all__ = ['SPLITS', 'SPLITS_VERSION', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION', 'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS',
-           'SplitSpec', 'GenderSplitConfig', 'split_versions', 'list_splits', 'describe_split', 'template_layout',
-           'get_split', 'ijbc_protocol_counts', 'false_alarms_allowed']
+           'LANDMARKS', 'OCCLUSION', 'SplitSpec', 'GenderSplitConfig', 'split_versions', 'list_splits',
+           'describe_split', 'template_layout', 'occlude', 'get_split', 'ijbc_protocol_counts', 'false_alarms_allowed']
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
@@ -207,6 +207,10 @@ def _build_registry() -> dict[str, SplitSpec]:
     for nm, pname in (('roxford5k', 'ROxford'), ('rparis6k', 'RParis')):
         add(SplitSpec(nm, nm, pname, 'evaluation only: 70 queries, medium protocol (easy + hard positives, junk ignored)',
                       'RACT sec. 5.1', dict(query=_split_rows('query'), gallery=_split_rows('gallery'))))
+    add(SplitSpec('glyph-pretrain', 'pretrain', 'ImageNet pre-training (stand-in)', 'stand-in only: the training pool of a '
+                  'universe of other characters (`pretrain_config`), none a class of the stand-in; paper scale loads '
+                  "torchvision's ImageNet weights instead", 'RACT App. A.1 (networks pre-trained on ImageNet)',
+                  dict(train=_split_rows('train'), eval=_split_rows('val'))))
     add(SplitSpec('ijbc', 'ijbc', 'IJB-C', 'evaluation only: 1:N search (gallery = G1 + G2 templates, gallery_set 1/2; '
                   'query = mixed probes, each searching G1 and G2 separately) and 1:1 verification (eval: all images, template_pairs)', 'BCT sec. 3.1',
                   dict(eval=_split_rows('test'), query=_split_rows('query'), gallery=_split_rows('gallery'))))
@@ -218,7 +222,7 @@ register_version('splits', SPLITS_VERSION)
 # families whose layout changed after SPLITS_VERSION 1 carry their own version (bump it when the family's images or
 # evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates,
 # Market-1501's cameras (see the stand-in's reproduction notes below)
-SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2)
+SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2, roxford5k=2, rparis6k=2)   # 2: distinct landmarks, easy/hard/junk
 for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
 
 def split_versions(name: str) -> dict:
@@ -306,13 +310,48 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
     elif family == 'gldv2':
         ev = ev.copy(); ev['split'] = np.where(pos < min(2, ne-1), 'query', 'gallery')
     elif family in ('roxford5k', 'rparis6k'):
-        tr = tr.iloc[:0]; ev = ev.copy(); ev['split'] = np.where(pos == 0, 'query', 'gallery')
+        tr = tr.iloc[:0]; ev = _landmark_standin(ev, pos, family)
+    elif family == 'pretrain': pass
     elif family == 'ijbc':
         ev, extra['pairs'] = _ijbc_standin(tr, ev, C); tr = tr.iloc[:0]
     else: raise ValueError(f"no stand-in layout for family {family!r}")
     df = pd.concat([tr, ev], ignore_index=True)
     df['group'] = U['groups'][df.label.to_numpy()]
     return df, extra
+
+LANDMARKS = {'roxford5k': (0, ('easy', 'hard', 'easy', 'hard', 'junk')),   # class id mod 10, difficulty cycle of a
+             'rparis6k': (5, ('easy', 'easy', 'hard', 'easy', 'junk'))}   # landmark's gallery images (RParis: easier)
+OCCLUSION = {'easy': 0.0, 'hard': 0.4, 'junk': 0.75}   # share of the image hidden under the background colour
+
+def _landmark_standin(ev: pd.DataFrame, pos: np.ndarray, family: str) -> pd.DataFrame:
+    """ROxford / RParis on the stand-in's evaluation pool: the landmarks are the classes whose id is `LANDMARKS[family][0]`
+    mod 10 (so the two sets are disjoint), each with its first max(1, n_eval//4) images as queries and the rest as
+    gallery images whose difficulty cycles through `LANDMARKS[family][1]`; every image of the other classes is a
+    distractor (difficulty 'none'). `occlusion`: how much of a hard or junk image `occlude` hides."""
+    first, cycle = LANDMARKS[family]
+    ev = ev.copy(); p = pos[ev.index]; ne = int(p.max()) + 1; nq = max(1, ne//4)
+    mark = (ev.label.to_numpy() % 10) == first
+    ev['split'] = np.where(mark & (p < nq), 'query', 'gallery')
+    ev['difficulty'] = np.where(~mark, 'none', np.where(p < nq, 'query', np.array(cycle)[(p - nq) % len(cycle)]))
+    ev['occlusion'] = ev.difficulty.map(OCCLUSION).fillna(0.0).to_numpy()
+    return ev
+
+def occlude(images: torch.Tensor, shares, labels) -> torch.Tensor:
+    """uint8 images [N, 3, H, W] with the share `shares[i]` of each image hidden under a band of its background colour
+    (the median of its border pixels), from the side `labels[i]` mod 4 picks: a landmark photographed partly hidden
+    (ROxford's hard images) or barely visible (junk)."""
+    out = images.clone(); H, W = images.shape[-2:]
+    for i, (a, c) in enumerate(zip(np.asarray(shares, np.float64), np.asarray(labels))):
+        if a <= 0: continue
+        x = out[i]; border = torch.cat([x[:, 0], x[:, -1], x[:, :, 0], x[:, :, -1]], 1)
+        bg = border.median(1).values[:, None, None]
+        k = int(round(a*(H if c % 2 == 0 else W)))
+        side = int(c) % 4
+        if side == 0: x[:, :k] = bg
+        elif side == 1: x[:, :, :k] = bg
+        elif side == 2: x[:, H - k:] = bg
+        else: x[:, :, W - k:] = bg
+    return out
 
 def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df: pd.DataFrame, ctx) -> dict:
     "Per-part attributes beyond labels: cameras, templates, G1/G2 and pairs, gnd, positives."
@@ -325,8 +364,9 @@ def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df:
     if family in ('roxford5k', 'rparis6k'):
         q, gal = df[df.split == 'query'], df[df.split == 'gallery']
         if 'gnd' in ctx: out['gnd'] = ctx['gnd']
-        else: out['gnd'] = [dict(easy=np.flatnonzero(gal.label.to_numpy() == l), hard=np.array([], np.int64), junk=np.array([], np.int64))
-                            for l in q.label.to_numpy()]
+        else:
+            gl, gd = gal.label.to_numpy(), gal.difficulty.to_numpy()
+            out['gnd'] = [{d: np.flatnonzero((gl == l) & (gd == d)) for d in ('easy', 'hard', 'junk')} for l in q.label.to_numpy()]
     if family == 'gldv2' and 'positives' in ctx: out['positives'] = ctx['positives']
     return out
 
@@ -345,6 +385,7 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
     ctx = dict(seed=int(seed), gender=gender or GenderSplitConfig())
     if scale in STANDIN_SCALES:
         cfg = config or standin_config(scale)
+        if spec.family == 'pretrain': cfg = pretrain_config(cfg)
         U = glyph_universe(cfg, seed, cache)
         df, extra = _tiny_table(spec.family, U, cfg)
         ctx.update(extra)
@@ -353,10 +394,14 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
         ti, ei = torch.from_numpy(src[src >= 0]), torch.from_numpy(-1 - src[src < 0])
         imgs = torch.empty(len(rows), 3, cfg.image_size, cfg.image_size, dtype=torch.uint8)
         imgs[torch.from_numpy(src >= 0)] = U['train'][ti]; imgs[torch.from_numpy(src < 0)] = U['eval'][ei]
+        if 'occlusion' in df: imgs = occlude(imgs, df.occlusion.to_numpy()[rows], df.label.to_numpy()[rows])
         return GlyphDataset(imgs, df.label.to_numpy()[rows], U['class_names'], df.group.to_numpy()[rows],
                             name=name, part=part, train=(part == 'train'), mean=U['mean'], std=U['std'], scale=scale,
                             description=f"Glyphs stand-in for {spec.paper_name} ({scale} scale), {part}",
                             **_extras(spec.family, df, rows, part, df, ctx))
+    if spec.family == 'pretrain':
+        raise ValueError(f"{name!r} is the stand-in's pre-training pool; at paper scale a pre-trained start is torchvision's "
+                         "ImageNet weights: pass BackboneSpec(pretrained='/path/to/resnet50-weights.pth') (see data_prep/README.md)")
     return _paper_split(spec, part, data_root, ctx)
 
 # %% ../nbs/03_data.ipynb #37a7604b

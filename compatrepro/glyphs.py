@@ -5,7 +5,7 @@
 # %% ../nbs/01_glyphs.ipynb #3cdb504e
 from __future__ import annotations
 import math, unicodedata
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,12 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from .core import ArtifactCache, STANDIN_SCALES, content_version, current_context, progress, register_version, spec_key
+from .core import KEY_NEW_FIELD, ArtifactCache, STANDIN_SCALES, content_version, current_context, progress, register_version, spec_key
 
 # %% auto #0
 __all__ = ['GLYPH_VERSION', 'STANDIN_CONFIGS', 'GLYPH_RANGES', 'SCRIPT_GROUPS', 'GROUP_NAMES', 'GlyphConfig', 'standin_config',
-           'glyph_fonts', 'render_mask', 'find_homoglyphs', 'GlyphClasses', 'glyph_classes', 'render_glyphs',
-           'make_glyph_universe', 'glyph_universe', 'GlyphDataset']
+           'pretrain_config', 'glyph_fonts', 'render_mask', 'find_homoglyphs', 'GlyphClasses', 'glyph_classes',
+           'render_glyphs', 'make_glyph_universe', 'glyph_universe', 'GlyphDataset']
 
 # %% ../nbs/01_glyphs.ipynb #7ce3b537
 GLYPH_VERSION = 1  # bump when the rendering changes: it is part of every cache key
@@ -46,12 +46,16 @@ class GlyphConfig:
     font_rank: int = 3               # a font is used for a character only if its rendering is among the
                                      # `font_rank` classes closest to the reference rendering of it
     class_seed: int = 0              # fixes which characters are the classes and their order (not the images)
+    exclude_classes_of: int|None = field(default=None, metadata=KEY_NEW_FIELD)  # leave out the classes that class_seed=this
+                                     # picks (same n_classes): a universe of other characters (`pretrain_config`)
 
     def __post_init__(self):
         if self.n_classes < 4 or self.n_classes % 2: raise ValueError(f"n_classes must be an even number >= 4, got {self.n_classes}")
         if self.n_train < 1 or self.n_eval < 2: raise ValueError(f"need n_train >= 1 and n_eval >= 2, got {self.n_train}, {self.n_eval}")
         if self.image_size < 8 or self.render_size < self.image_size:
             raise ValueError(f"image_size must be >= 8 and render_size >= image_size, got {self.image_size}, {self.render_size}")
+        if self.exclude_classes_of == self.class_seed:
+            raise ValueError(f"exclude_classes_of={self.exclude_classes_of} equals class_seed: it would exclude every class it picks")
 
 STANDIN_CONFIGS = {'tiny': GlyphConfig(),
                    'smoke': GlyphConfig(n_classes=24, n_train=16, n_eval=4)}   # a small slice: checks that code runs
@@ -62,7 +66,13 @@ def standin_config(scale: str) -> GlyphConfig:
         raise ValueError(f"scale={scale!r} has no stand-in; the Glyphs stand-in runs at {STANDIN_SCALES}")
     return STANDIN_CONFIGS[scale]
 
-for _s, _c in STANDIN_CONFIGS.items(): register_version(f'glyphs:{_s}', f'{GLYPH_VERSION}-{content_version(asdict(_c))}')
+def pretrain_config(cfg: GlyphConfig) -> GlyphConfig:
+    """The stand-in's pre-training universe for `cfg` (RACT's ImageNet pre-training): as many classes, none of them a class
+    of `cfg` (other characters of both script groups), rendered the same way."""
+    return replace(cfg, class_seed=cfg.class_seed + 1, exclude_classes_of=cfg.class_seed)
+
+# the config itself (not asdict) so that a KEY_NEW_FIELD at its default leaves the version, hence every key, as it was
+for _s, _c in STANDIN_CONFIGS.items(): register_version(f'glyphs:{_s}', f'{GLYPH_VERSION}-{content_version(_c)}')
 
 # %% ../nbs/01_glyphs.ipynb #8de0cf48
 _EXCLUDED_FONTS = ('LastResort', 'Display', 'STIXNonUni', 'STIXSiz', 'cmex')  # tofu font, partial/size-variant fonts
@@ -167,6 +177,18 @@ class GlyphClasses:
     def class_names(self) -> list[str]:
         return [f"{ch} U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed').lower()}" for ch in self.chars]
 
+def _choose_classes(reps: list, group: dict, n_classes: int, class_seed: int, why: str = "") -> list:
+    "`n_classes//2` characters of each script group drawn by `class_seed`, in a random order that mixes the groups."
+    per_group, rng, chosen = n_classes // 2, np.random.default_rng(class_seed), []
+    for g in (0, 1):
+        pool = [cp for cp in reps if group[cp] == g]
+        if len(pool) < per_group:
+            raise ValueError(f"GlyphConfig(n_classes={n_classes}) needs {per_group} classes per script group but group {g} "
+                             f"({GROUP_NAMES[g]}) has only {len(pool)} after removing homoglyphs{why}; lower n_classes "
+                             f"(at most {2*min(sum(group[c]==0 for c in reps), sum(group[c]==1 for c in reps))}) or raise homoglyph_threshold.")
+        chosen += [pool[i] for i in sorted(rng.choice(len(pool), per_group, replace=False))]
+    return [chosen[i] for i in rng.permutation(len(chosen))]
+
 @lru_cache(maxsize=4)
 def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None) -> GlyphClasses:
     "Render, de-duplicate (homoglyphs) and select the `cfg.n_classes` classes of the stand-in (masks cached on disk)."
@@ -199,17 +221,9 @@ def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None)
     font_masks = {cp: [i for f, i in usable[cp] if f not in bad_fonts] for cp in reps}
     reps = [cp for cp in reps if len(font_masks[cp]) >= 2]   # at least two fonts draw it
     group = {cp: 0 if _script_of(cp) in SCRIPT_GROUPS[0] else 1 for cp in reps}
-    per_group = cfg.n_classes // 2
-    rng = np.random.default_rng(cfg.class_seed)
-    chosen = []
-    for g in (0, 1):
-        pool = [cp for cp in reps if group[cp] == g]
-        if len(pool) < per_group:
-            raise ValueError(f"GlyphConfig(n_classes={cfg.n_classes}) needs {per_group} classes per script group but group {g} "
-                             f"({GROUP_NAMES[g]}) has only {len(pool)} after removing homoglyphs; lower n_classes "
-                             f"(at most {2*min(sum(group[c]==0 for c in reps), sum(group[c]==1 for c in reps))}) or raise homoglyph_threshold.")
-        chosen += [pool[i] for i in sorted(rng.choice(len(pool), per_group, replace=False))]
-    chosen = [chosen[i] for i in rng.permutation(len(chosen))]  # class order mixes the two groups
+    taken = set() if cfg.exclude_classes_of is None else set(_choose_classes(reps, group, cfg.n_classes, cfg.exclude_classes_of))
+    chosen = _choose_classes([cp for cp in reps if cp not in taken], group, cfg.n_classes, cfg.class_seed,
+                             f" once the {len(taken)} classes of class_seed={cfg.exclude_classes_of} are left out" if taken else "")
     return GlyphClasses(chars=[chr(cp) for cp in chosen], groups=np.array([group[cp] for cp in chosen], dtype=np.int64),
                         scripts=[_script_of(cp) for cp in chosen], font_masks=[torch.tensor(font_masks[cp]) for cp in chosen],
                         masks=masks, fonts=fonts, merged={chr(cp): merged[chr(cp)] for cp in chosen},
@@ -294,7 +308,7 @@ def glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, cache: Artif
     cache = cache or current_context().cache
     key = (cfg, int(seed), str(cache.root))
     if rebuild or key not in _UNIVERSES:
-        spec = dict(version=GLYPH_VERSION, config=asdict(cfg), seed=int(seed))
+        spec = dict(version=GLYPH_VERSION, config=cfg, seed=int(seed))   # cfg, not asdict: see register_version above
         _UNIVERSES.clear()   # keep one universe in memory (about 60 MB at tiny)
         if rebuild: cache.save('glyphs', spec, make_glyph_universe(cfg, seed))
         _UNIVERSES[key] = cache.get_or_make('glyphs', spec, lambda: make_glyph_universe(cfg, seed))
