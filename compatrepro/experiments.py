@@ -13,28 +13,31 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, parse_lrs, set_context, stage
 from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
-from .train import (CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, simclr_spec,
+from .train import (BackboneSpec, CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, ract_recipe, simclr_spec,
                                transformation_spec)
 from .pipeline import get_backbone, get_features, get_transformation
 from .metrics import (auc, m_tilde, retrieval_metrics, market_relevance, template_features, template_labels, pair_verification,
-                                 open_set_search, is_compatible, update_gain)
+                                 open_set_search, is_compatible, update_gain, retrieval_hits, roxford_relevance)
 from .backfill import (backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves,
-                                  old_classifier_order, centroid_order)
+                                  old_classifier_order, centroid_order, least_confidence_order, margin_order)
 from .report import RecordBook, claims_table, claim_margins, diff, above, below, near, least
 from . import losses as L
 
 # %% auto #0
 __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT',
            'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1',
-           'RACT_FASTFILL', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_STANDIN_REASONS', 'dataset_name', 'this_notebook', 'Run',
-           'start_experiment', 'eval_features', 'update_specs', 'psi_grad_default', 'other_reading',
-           'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde',
-           'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep',
-           'best_update', 'ract_sweep_lrs', 'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data',
-           'face_test', 'compatibility', 'face_backfill', 'face_points', 'record_compatibility', 'update_gains',
-           'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves',
-           'rm_report', 'best_of', 'rm_merge_claims', 'rm_table1_claims', 'written', 'rm_beats_everywhere',
-           'claims_overview']
+           'RACT_FASTFILL', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_STANDIN_REASONS', 'RACT_ALLOCATIONS', 'RACT_TESTS',
+           'RACT_ARCHS', 'RACT_EMB_DIM', 'RACT_STANDIN_EPOCHS', 'RACT_PAPER_RECIPE', 'RACT_FRACTIONS',
+           'RACT_TABLE_FRACTIONS', 'RACT_METHODS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
+           'eval_features', 'update_specs', 'psi_grad_default', 'other_reading', 'transform_features', 'transform_old',
+           'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde', 'record_curves', 'curve_auc',
+           'plot_update_curves', 'report_update', 'model_table', 'lr_sweep', 'best_update', 'ract_sweep_lrs',
+           'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'compatibility',
+           'face_backfill', 'face_points', 'record_compatibility', 'update_gains', 'RMData', 'rm_data', 'rm_specs',
+           'RMEval', 'rm_eval', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'rm_report', 'best_of',
+           'rm_merge_claims', 'rm_table1_claims', 'written', 'rm_beats_everywhere', 'ract_pretrained', 'ract_spec',
+           'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point', 'record_ract_curve',
+           'plot_ract_curves', 'ract_table', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -620,6 +623,129 @@ def written(verdict: str, reason: str) -> dict:
 def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
     "The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS`."
     return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}')) for t in RM_FRACTIONS])
+
+# %% ../nbs/13_experiments.ipynb #53527a12
+RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
+                    'open-data': ('gldv2-open-data-old', 'gldv2-open-data-new'),
+                    'open-class': ('gldv2-open-class-old', 'gldv2-open-class-new')}
+RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP'), 'RParis': ('rparis6k', 'rmAP')}
+RACT_ARCHS = {'R50': ('resnet50', 'resnet10'), 'R101': ('resnet101', 'resnet18')}   # (paper, stand-in)
+RACT_EMB_DIM = 512
+RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 5}
+RACT_PAPER_RECIPE = dict(epochs=90, batch={'resnet50': 6*80, 'resnet101': 6*64})
+RACT_FRACTIONS = np.round(np.linspace(0, 1, 11), 10)       # the curves' points
+RACT_TABLE_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)     # Tables 3-8's columns
+RACT_METHODS = {   # name -> the compatibility term(s) of the new model, given the old spec
+    'vanilla': lambda old: ract_compat(old, 'ract', 'comp'),                      # eq. 5
+    'ours': lambda old: ract_compat(old, 'ract', 'ra-comp'),                      # eq. 6
+    'vanilla (triplet)': lambda old: CompatSpec('comp-triplet', old),             # eq. 14, m = 0.8
+    'ours (triplet)': lambda old: CompatSpec('ra-comp-triplet', old),             # eq. 15
+    'BCT': lambda old: CompatSpec('bct-syn', old),                                # BCT's influence loss (App. A.5)
+    'FD': lambda old: CompatSpec('focal', old),                                   # focal distillation (Yan et al. 2020)
+    'BCT + ours': lambda old: (CompatSpec('bct-syn', old), ract_compat(old, 'ract', 'ra-comp')),   # Figure 16
+    'LwF': lambda old: CompatSpec('lwf', old),                                    # Li & Hoiem (Figure 18)
+}
+
+def _pct(t: float) -> str: return f'{round(100*t)}%'
+
+def ract_pretrained(arch: str, params: ExperimentParams):
+    "The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds), or the torchvision weights file at paper scale."
+    if params.standin: return backbone_spec('glyph-pretrain', params.scale, seed=0, arch=arch)
+    return str(Path(params.data_root)/'pretrained'/f'{arch}.pth')
+
+def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=None, **kw) -> BackboneSpec:
+    """RACT's backbone (App. A.1) on `split`: `arch` 'R50' or 'R101' (`RACT_ARCHS`), fine-tuned from `ract_pretrained`,
+    augmented, with the compatibility term(s) `compat` seen through a second augmentation (Alg. 1); `kw` overrides any
+    `BackboneSpec` field (the ablations' batch size, `per_class` for the positive pre-sampler)."""
+    if arch not in RACT_ARCHS: raise ValueError(f"arch={arch!r}: use one of {list(RACT_ARCHS)}")
+    a = RACT_ARCHS[arch][1 if params.standin else 0]
+    base = backbone_spec(split, params.scale, params.seed, arch=a, emb_dim=RACT_EMB_DIM)
+    if params.standin: e, b = (RACT_STANDIN_EPOCHS[a] if params.scale == 'tiny' else base.epochs), base.batch_size
+    else: e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
+    spec = ract_recipe(replace(base, epochs=e, batch_size=b, **params.overrides))
+    return replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
+                   compat_views=1 if compat is None else 2, **kw)
+
+def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101', methods=('vanilla', 'ours'), **kw) -> dict:
+    "{'old': the R50 old model, method: the new model of each of `methods` (`RACT_METHODS`)} of an allocation (`RACT_ALLOCATIONS`)."
+    if allocation not in RACT_ALLOCATIONS: raise ValueError(f"allocation={allocation!r}: use one of {list(RACT_ALLOCATIONS)}")
+    bad = [m for m in methods if m not in RACT_METHODS]
+    if bad: raise ValueError(f"unknown RACT methods {bad}; use {list(RACT_METHODS)}")
+    o, n = RACT_ALLOCATIONS[allocation]
+    old = ract_spec(params, o, 'R50')
+    return {'old': old} | {m: ract_spec(params, n, arch_new, RACT_METHODS[m](old), **kw) for m in methods}
+
+class RACTEval(NamedTuple):
+    "A RACT test set's features of each model, labels, medium-protocol relevance, metric and the old system's top-1 hits (NFR's reference)."
+    query: dict
+    gallery: dict
+    query_labels: torch.Tensor
+    gallery_labels: torch.Tensor
+    relevance: list|None
+    metric: str
+    old_hits: np.ndarray
+
+def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
+    "The features of every model of `specs` on the queries and gallery of `test` (`RACT_TESTS`), trained and extracted if missing."
+    if test not in RACT_TESTS: raise ValueError(f"test={test!r}: use one of {list(RACT_TESTS)}")
+    split, metric = RACT_TESTS[test]
+    (Fq, yq), (Fg, yg) = (eval_features(specs, split, p) for p in ('query', 'gallery'))
+    Q = get_split(split, 'query', params.scale, params.data_root, seed=specs['old'].data_seed)
+    rel = None
+    if getattr(Q, 'gnd', None) is not None: rel = roxford_relevance(Q.gnd, 'medium')
+    elif getattr(Q, 'positives', None) is not None: rel = [(p, np.array([], np.int64)) for p in Q.positives]
+    hits = retrieval_hits(Fq['old'], Fg['old'], yq, yg, 1, 'cosine', False, rel)
+    return RACTEval(Fq, Fg, yq, yg, rel, metric, hits)
+
+def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=RACT_FRACTIONS, old: str = 'old') -> pd.DataFrame:
+    r"""The hot-refresh curve of model `name`: its queries against the gallery backfilled from `old`'s features to its
+    own in `order`, at each fraction: the test's mAP and NFR@1 against the old system (eq. 12)."""
+    return backfill_curve(E.query[name], E.gallery[old], E.gallery[name], E.query_labels, E.gallery_labels, order, fractions,
+                          metrics=(E.metric, 'NFR@1'), distance='cosine', query_is_gallery=False,
+                          reference_hits=E.old_hits, relevance=E.relevance)
+
+def ract_old_point(E: RACTEval) -> float:
+    "The old system's metric (old queries against the old gallery): the star at the left of RACT's curves."
+    return float(retrieval_metrics(E.query['old'], E.gallery['old'], E.query_labels, E.gallery_labels, metrics=(E.metric,),
+                                   distance='cosine', query_is_gallery=False, relevance=E.relevance)[E.metric])
+
+def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
+    """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
+    the uncertainty orders are compared by) and its largest drop between consecutive points."""
+    add = lambda k, v: book.add(item, method, k, float(v), dataset=dataset)
+    for t, row in curve.iterrows():
+        add(f'{metric} at {_pct(t)}', row[metric]); add(f'NFR@1 at {_pct(t)}', row['NFR@1'])
+    add(f'largest drop of {metric}', np.max(-np.diff(curve[metric].to_numpy()), initial=0.))
+    add(f'mean {metric}', curve[metric].mean())
+
+def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bool = True):
+    """RACT's figures: one column per panel ({panel: {method: curve}}), `metric` on top (one name, or {panel: name}
+    when the panels are different test sets) and NFR@1 below (`nfr`), the old system's value (`old_points[panel]`) as
+    a star at 0 %."""
+    rows = 2 if nfr else 1
+    fig, axs = plt.subplots(rows, len(panels), figsize=(4.2*len(panels), 3.3*rows), squeeze=False)
+    metrics = metric if isinstance(metric, dict) else dict.fromkeys(panels, metric)
+    for j, (panel, curves) in enumerate(panels.items()):
+        metric = metrics[panel]
+        for name, c in curves.items():
+            x = 100*np.asarray(c.index, dtype=float)
+            axs[0, j].plot(x, c[metric], marker='o', ms=3, label=name)
+            if nfr: axs[1, j].plot(x, c['NFR@1'], marker='o', ms=3, label=name)
+        if panel in old_points: axs[0, j].plot([0], [old_points[panel]], marker='*', ms=12, color='tab:brown', ls='', label='old/old')
+        axs[0, j].set_title(panel, fontsize=9); axs[0, j].set_ylabel(metric)
+        if nfr: axs[1, j].set_ylabel('NFR@1 (%)')
+        axs[-1, j].set_xlabel('gallery backfilled (%)')
+        axs[0, j].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10); fig.tight_layout()
+    return fig
+
+def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None = None, fractions=RACT_TABLE_FRACTIONS,
+               dataset: str|None = None) -> pd.DataFrame:
+    "Record and show a table of Tables 3-8: per row, 'old' and the metric at each of `fractions` (columns '0%', '20%', ...)."
+    for name, c in curves.items():
+        if old_value is not None: book.add(item, name, 'old', old_value, dataset=dataset)
+        for t in fractions: book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
+    return book.table(item, metrics=(['old'] if old_value is not None else []) + [_pct(t) for t in fractions])
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:

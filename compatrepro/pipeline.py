@@ -34,6 +34,7 @@ def backbone_versions(spec: BackboneSpec) -> dict:
     out = _known(dict.fromkeys(names))
     if spec.compat is not None:   # every term's method, and the one old model they share
         out |= _known(dict.fromkeys(f'compat:{m}' for m in compat_methods(spec))) | backbone_versions(compat_old(spec))
+    if isinstance(spec.pretrained, BackboneSpec): out |= backbone_versions(spec.pretrained)   # the stand-in's pre-training
     return out
 
 def transformation_versions(spec: TransformationSpec) -> dict:
@@ -50,11 +51,12 @@ def cached_backbone(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
     key = backbone_key(spec)
     def make():
         old = get_backbone(compat_old(spec), ctx=ctx) if spec.compat is not None else None
+        pre = get_backbone(spec.pretrained, device='cpu', ctx=ctx) if isinstance(spec.pretrained, BackboneSpec) else None
         ds = get_split(spec.split, 'train', spec.scale, ctx.data_root, seed=spec.data_seed)
         what = f"{spec.arch} on {spec.split}" + (f" with {'+'.join(compat_methods(spec))}" if spec.compat else '') + f" ({spec.scale}, seed {spec.seed})"
         with stage(f'training {what}'):
             return train_backbone(spec, ds, old, checkpoint=ctx.cache.checkpoint_path('backbone', key), device=ctx.device,
-                                  num_workers=ctx.workers, show_progress=ctx.progress)
+                                  num_workers=ctx.workers, show_progress=ctx.progress, pretrained=pre)
     art = ctx.cache.get_or_make('backbone', key, make, what=f'{spec.arch} on {spec.split}')
     ctx.note(backbone_versions(spec))
     return art

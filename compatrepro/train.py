@@ -30,9 +30,10 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TIN
            'PAPER_RECIPE_VERSION', 'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms',
            'compat_old', 'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm',
            'CompatTerms', 'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
-           'init_seed', 'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'train_backbone',
-           'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key', 'transformation_loss',
-           'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
+           'init_seed', 'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'load_pretrained',
+           'train_backbone', 'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key',
+           'transformation_loss', 'train_transformation', 'same_view_batches', 'train_transformation_same_view',
+           'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
 CODE_VERSION = 3   # bump when a change to the trainers changes what they produce: it is part of every cache key
@@ -72,6 +73,11 @@ class BackboneSpec:
     init: str = field(default='spec', metadata=KEY_NEW_FIELD)  # initial weights: 'spec' (see `init_seed`) or 'seed' (from `seed` alone)
     embedding_relu: bool = field(default=False, metadata=KEY_NEW_FIELD)  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
     embedding: str = field(default='linear', metadata=KEY_NEW_FIELD)  # 'linear' or 'mlfct' (FCT's embedding, see 05_models)
+    pretrained: BackboneSpec|str|None = field(default=None, metadata=KEY_NEW_FIELD)  # the body's start: a backbone spec (the
+                                         # stand-in's pre-training) or a torchvision weights file (paper scale); None: random
+    per_class: int|None = field(default=None, metadata=KEY_NEW_FIELD)  # class-balanced batches of this many images per class
+                                         # (RACT's positive pre-sampler, Table 6); None: a plain shuffle
+    compat_views: int = field(default=1, metadata=KEY_NEW_FIELD)  # 2: the old model sees another augmentation of each image (RACT Alg. 1)
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -87,6 +93,14 @@ class BackboneSpec:
         if self.warmup_epochs > self.epochs: raise ValueError(f"warmup_epochs={self.warmup_epochs} is longer than epochs={self.epochs}")
         self.milestones = tuple(self.milestones)
         if isinstance(self.compat, dict): self.compat = CompatSpec(**self.compat)
+        if isinstance(self.pretrained, dict): self.pretrained = BackboneSpec(**self.pretrained)
+        if isinstance(self.pretrained, BackboneSpec) and self.pretrained.arch != self.arch:
+            raise ValueError(f"pretrained is a {self.pretrained.arch} but arch={self.arch!r}: pre-train the same architecture")
+        if self.per_class is not None and (self.per_class < 1 or self.batch_size % self.per_class):
+            raise ValueError(f"per_class={self.per_class} must be >= 1 and divide batch_size={self.batch_size}")
+        if self.compat_views not in (1, 2): raise ValueError(f"compat_views={self.compat_views}: use 1 (one view) or 2 (RACT Alg. 1)")
+        if self.compat_views == 2 and (self.compat is None or not self.augment):
+            raise ValueError("compat_views=2 gives the old model a second augmentation: it needs a compat term and augment=True")
         if isinstance(self.compat, (list, tuple)): self.compat = _compat_tuple(self.compat)
 
     @property
@@ -151,6 +165,7 @@ STANDIN_RECIPES = {'tiny': (TINY_RECIPE, TINY_EPOCHS_BY_ARCH, TINY_ARCH_RECIPES)
 
 def _family(split: str) -> str:
     s = split.lower()
+    if s.startswith('glyph-pretrain'): return 'imagenet'   # the stand-in's pre-training pool is trained like ImageNet
     for k in ('imagenet', 'places', 'vggface2', 'imdbface', 'gldv2', 'cifar', 'market'):
         if s.startswith(k): return k
     raise ValueError(f"no recipe for split {split!r}: expected a name starting with imagenet, places, vggface2, "
@@ -495,24 +510,57 @@ def _train_features(model, ds, device):
     out = extract_features(model, ds, device=device, augment=False, show_progress=False)
     return out['features'], out['labels']
 
+def load_pretrained(model: EmbeddingModel, source) -> EmbeddingModel:
+    """Copy a pre-trained body into `model.backbone` (the embedding and the head keep their fresh weights, as when a
+    network pre-trained on ImageNet is fine-tuned): `source` is an `EmbeddingModel` (the stand-in's pre-training), its
+    state dict, or the path of a torchvision weights file of the same architecture (its `fc` classifier is dropped)."""
+    if isinstance(source, (str, Path)):
+        p = Path(source)
+        if not p.is_file(): raise FileNotFoundError(f"pre-trained weights {p} do not exist: download torchvision's ImageNet "
+                                                    f"weights of {model.config.arch} (e.g. ResNet50_Weights.IMAGENET1K_V1) to that path")
+        sd = torch.load(p, map_location='cpu', weights_only=True)
+        sd = sd.get('state_dict', sd.get('model', sd))
+        sd = {k.removeprefix('module.'): v for k, v in sd.items() if not k.removeprefix('module.').startswith('fc.')}
+    else:
+        sd = source.state_dict() if isinstance(source, nn.Module) else source
+        sd = {k[len('backbone.'):]: v for k, v in sd.items() if k.startswith('backbone.')}
+    want = model.backbone.state_dict()
+    missing, extra = sorted(set(want) - set(sd)), sorted(set(sd) - set(want))
+    shape = [k for k in set(want) & set(sd) if want[k].shape != sd[k].shape]
+    if missing or extra or shape:
+        raise ValueError(f"the pre-trained weights do not fit a {model.config.arch} body: missing {missing[:3]}, unexpected "
+                         f"{extra[:3]}, other shapes {shape[:3]} ({len(missing)}, {len(extra)}, {len(shape)} in all); give weights "
+                         "of the same architecture (and, for a stand-in model, of the same scale)")
+    model.backbone.load_state_dict(sd)
+    return model
+
 def train_backbone(spec: BackboneSpec, train_set, old: EmbeddingModel|None = None, *, checkpoint: str|Path|None = None,
                    device: str = 'auto', num_workers: int|None = None, stop_after: int|None = None,
-                   show_progress: bool = True) -> dict:
+                   show_progress: bool = True, pretrained=None) -> dict:
     """Train the backbone of `spec` on `train_set` (the split `spec.split`, part 'train') and return its artifact.
     `old`: the frozen old model of `spec.compat` (required exactly when the spec has a compatibility term; one model for all its terms).
-    `checkpoint`: a file to checkpoint every epoch and to resume from. `stop_after=k`: stop after epoch k (tests of resume)."""
+    `pretrained`: the start of the body when `spec.pretrained` is set (`load_pretrained`'s source; default: `spec.pretrained`
+    itself when it is a path). `checkpoint`: a file to checkpoint every epoch and to resume from. `stop_after=k`: stop
+    after epoch k (tests of resume)."""
     if (spec.compat is None) != (old is None):
         raise ValueError("pass the old model exactly when the spec has a compatibility term "
                          f"(spec.compat={'+'.join(compat_methods(spec)) or None!r}, old={'given' if old is not None else None})")
+    if spec.pretrained is None and pretrained is not None: raise ValueError("pretrained was given but spec.pretrained is None")
+    if spec.pretrained is not None and pretrained is None:
+        if not isinstance(spec.pretrained, (str, Path)):
+            raise ValueError("spec.pretrained is a backbone spec: pass its trained model as pretrained= (get_backbone does)")
+        pretrained = spec.pretrained
     t0 = time.time()
-    art = _fit_backbone(spec, train_set, old, checkpoint, get_device(device), num_workers, stop_after, show_progress)
+    art = _fit_backbone(spec, train_set, old, checkpoint, get_device(device), num_workers, stop_after, show_progress, pretrained)
     art['train_seconds'] = time.time() - t0
     return art
 
-def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, show_progress):
+def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, show_progress, pretrained=None):
     rank, world, device = dist_setup(device)
     seed_everything(spec.seed)
-    model = to_device(initial_model(spec, ds), device)
+    model = initial_model(spec, ds)
+    if pretrained is not None: load_pretrained(model, pretrained)
+    model = to_device(model, device)
     simclr = spec.objective == 'simclr'
     if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
         ds = copy.copy(ds); ds.transform = simclr_transform(_image_size(ds))
@@ -538,20 +586,23 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
         scaler.load_state_dict(ck['scaler']); _set_rng_state(ck['rng']); start, history = ck['epoch'], ck['history']
         logger.info(f"resuming {spec.arch} on {spec.split} from {ckpt_path} after epoch {start}")
     cl = device.type == 'cuda' and not spec.arch.startswith('vit')
+    two_views = spec.compat_views == 2
     for epoch in range(start, spec.epochs):
         model.train(); t0, tot, n = time.time(), torch.zeros((), device=device), 0
         bar = progress(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers, train=spec.augment,
-                                    views=2 if simclr else 1),
+                                    views=2 if simclr or two_views else 1, per_class=spec.per_class),
                        f'{spec.arch} {spec.split} epoch {epoch+1}/{spec.epochs}' + (' (SimCLR)' if simclr else ''),
                        total=steps, show=show_progress and rank == 0)
         for x, y in bar:
             if simclr: x = torch.cat([x[:, 0], x[:, 1]])   # both views in one forward; the labels are never read
+            x_old = None
+            if two_views: x, x_old = x[:, 0], x[:, 1]       # RACT Alg. 1: x_new = aug(x), x_old = aug(x)
             if cl: x = x.contiguous(memory_format=torch.channels_last)
             with autocast(device, use_amp):
                 phi, out = net(x, y)
                 if simclr: loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
                 else: loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
-                if compat is not None: loss = loss + compat(x, y, phi, model.head)
+                if compat is not None: loss = loss + compat(x if x_old is None else x_old, y, phi, model.head)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
             tot += loss.detach(); n += 1

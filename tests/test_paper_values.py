@@ -34,7 +34,7 @@ def test_every_paper_value_is_read_by_a_notebook():
 def test_every_paper_value_is_printed_in_its_paper(paper):
     text = _text(paper)
     def printed(v):
-        forms = {f'{v:.2f}', f'{v:.1f}', f'{v:g}'}
+        forms = {f'{v:.2f}', f'{v:.1f}', f'{v:g}'} | ({f'{v:,.0f}'} if v == int(v) else set())   # counts: '1,580,470'
         return any(re.search(r'(?<![\d.])' + re.escape(f) + r'(?![\d])', text) for f in forms)
     missing = [(r.item, r.method, r.metric, r.value) for r in VALUES[VALUES.paper == paper].itertuples() if not printed(float(r.value))]
     assert not missing, f'values not found in the text of {paper}: {missing}'
