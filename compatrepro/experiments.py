@@ -35,8 +35,8 @@ __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BC
            'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data', 'face_test', 'compatibility',
            'face_backfill', 'face_points', 'record_compatibility', 'update_gains', 'RMData', 'rm_data', 'rm_specs',
            'RMEval', 'rm_eval', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'rm_report', 'best_of',
-           'rm_merge_claims', 'rm_table1_claims', 'written', 'rm_beats_everywhere', 'ract_pretrained', 'ract_spec',
-           'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point', 'record_ract_curve',
+           'rm_merge_claims', 'rm_table1_claims', 'written', 'rm_beats_everywhere', 'ract_test_name', 'ract_pretrained',
+           'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point', 'record_ract_curve',
            'plot_ract_curves', 'ract_table', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
@@ -79,14 +79,17 @@ class Run(NamedTuple):
     DATASET: str              # the evaluation data as tables name it
     WHERE: str                # the data, scale and seed, for titles
 
-def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', notebook: str|Path|None = None) -> Run:
+def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', notebook: str|Path|None = None,
+                     dataset=None) -> Run:
     """Turn an experiment notebook's parameters (its `globals()`, `ns`) into a run: parameters, run context, record
-    book, and the display name of the evaluation data `split`/`part` (see above). `notebook` overrides `this_notebook`."""
+    book, and the display name of the evaluation data `split`/`part` (see above). `notebook` overrides `this_notebook`;
+    `dataset` names the data instead of `split`: a string, or a function of the parameters (e.g. `ract_test_name`'s)."""
     names = [f.name for f in fields(ExperimentParams)]
     P = ExperimentParams(**{k: ns[k] for k in names if k in ns})
     set_context(RunContext.from_env(device=P.device, data_root=P.data_root))
     nb = Path(notebook) if notebook is not None else this_notebook(ns)
-    dataset = dataset_name(split, part, P) if split else None
+    if callable(dataset): dataset = dataset(P)
+    elif dataset is None: dataset = dataset_name(split, part, P) if split else None
     book = RecordBook(paper_of_notebook(nb.name), nb.stem, P, dataset)
     print(book.where)
     return Run(P, book, dataset, book.where)
@@ -631,7 +634,7 @@ RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
 RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP'), 'RParis': ('rparis6k', 'rmAP')}
 RACT_ARCHS = {'R50': ('resnet50', 'resnet10'), 'R101': ('resnet101', 'resnet18')}   # (paper, stand-in)
 RACT_EMB_DIM = 512
-RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 5}
+RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 10}   # one budget for both, as the paper's 90 epochs for R50 and R101
 RACT_PAPER_RECIPE = dict(epochs=90, batch={'resnet50': 6*80, 'resnet101': 6*64})
 RACT_FRACTIONS = np.round(np.linspace(0, 1, 11), 10)       # the curves' points
 RACT_TABLE_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)     # Tables 3-8's columns
@@ -647,6 +650,11 @@ RACT_METHODS = {   # name -> the compatibility term(s) of the new model, given t
 }
 
 def _pct(t: float) -> str: return f'{round(100*t)}%'
+
+def ract_test_name(test: str, params: ExperimentParams) -> str:
+    "The name records give a RACT test set: the paper's at paper scale, labelled as the stand-in's otherwise."
+    if test not in RACT_TESTS: raise ValueError(f"test={test!r}: use one of {list(RACT_TESTS)}")
+    return f'Glyphs stand-in for {test}' if params.standin else test
 
 def ract_pretrained(arch: str, params: ExperimentParams):
     "The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds), or the torchvision weights file at paper scale."
