@@ -18,9 +18,10 @@ from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, pretrain_config, 
 from .manifests import ManifestDataset, load_manifest
 
 # %% auto #0
-__all__ = ['SPLITS', 'SPLITS_VERSION', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION', 'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS',
-           'LANDMARKS', 'OCCLUSION', 'SplitSpec', 'GenderSplitConfig', 'split_versions', 'list_splits',
-           'describe_split', 'template_layout', 'occlude', 'get_split', 'ijbc_protocol_counts', 'false_alarms_allowed']
+__all__ = ['SPLITS', 'SPLITS_VERSION', 'STANDIN_ONLY_FAMILIES', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION',
+           'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS', 'LANDMARKS', 'OCCLUSION', 'SplitSpec', 'GenderSplitConfig',
+           'split_versions', 'list_splits', 'describe_split', 'template_layout', 'occlude', 'get_split',
+           'ijbc_protocol_counts', 'false_alarms_allowed']
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
@@ -222,6 +223,7 @@ register_version('splits', SPLITS_VERSION)
 # families whose layout changed after SPLITS_VERSION 1 carry their own version (bump it when the family's images or
 # evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates,
 # Market-1501's cameras (see the stand-in's reproduction notes below)
+STANDIN_ONLY_FAMILIES = ('pretrain',)   # no paper-scale layout: at paper scale a pre-trained start is torchvision's weights
 SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2, roxford5k=2, rparis6k=2)   # 2: distinct landmarks, easy/hard/junk
 for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
 
@@ -399,7 +401,7 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
                             name=name, part=part, train=(part == 'train'), mean=U['mean'], std=U['std'], scale=scale,
                             description=f"Glyphs stand-in for {spec.paper_name} ({scale} scale), {part}",
                             **_extras(spec.family, df, rows, part, df, ctx))
-    if spec.family == 'pretrain':
+    if spec.family in STANDIN_ONLY_FAMILIES:
         raise ValueError(f"{name!r} is the stand-in's pre-training pool; at paper scale a pre-trained start is torchvision's "
                          "ImageNet weights: pass BackboneSpec(pretrained='/path/to/resnet50-weights.pth') (see data_prep/README.md)")
     return _paper_split(spec, part, data_root, ctx)

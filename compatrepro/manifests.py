@@ -141,6 +141,8 @@ def _m_roxford(root: Path, name: str) -> pd.DataFrame:
     cfg = pickle.load(open(_need(root/f'gnd_{name}.pkl', f'{name} ground truth gnd_{name}.pkl', how), 'rb'))
     _need(root/'jpg', f'{name} jpg/ folder', how)
     q = pd.DataFrame(dict(path=[f'jpg/{n}.jpg' for n in cfg['qimlist']], split='query'))
+    # revisitop crops each query to its box (x1, y1, x2, y2) before extracting it
+    q['bbx'] = [' '.join(f'{float(x):g}' for x in v['bbx']) if 'bbx' in v else '' for v in cfg['gnd']]
     g = pd.DataFrame(dict(path=[f'jpg/{n}.jpg' for n in cfg['imlist']], split='gallery'))
     df = pd.concat([q, g], ignore_index=True); df['label'] = -1; df['class_name'] = ''
     df.attrs['gnd'] = [{k: np.asarray(v.get(k, []), dtype=np.int64) for k in ('easy', 'hard', 'junk')} for v in cfg['gnd']]
@@ -211,7 +213,10 @@ def load_manifest(family: str, data_root: str|Path) -> tuple[pd.DataFrame, Path]
     root = Path(data_root)/FAMILY_DIRS[family]
     if not root.is_dir(): raise FileNotFoundError(f"{family} is expected in {root}, which does not exist; see data_prep/README.md for its layout")
     mf = root/MANIFEST_NAME
-    return (read_manifest(mf) if mf.exists() else build_manifest(family, root)), root
+    df = read_manifest(mf) if mf.exists() else build_manifest(family, root)
+    if family in ('roxford5k', 'rparis6k') and 'bbx' not in df:   # written before query boxes were kept: re-read the gnd file
+        df = build_manifest(family, root)
+    return df, root
 
 # %% ../nbs/02_manifests.ipynb #74bb8ce2
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -238,6 +243,8 @@ class ManifestDataset(Dataset):
     def __init__(self, root: Path, rows: pd.DataFrame, class_names, *, name, part, description, family, train, **extra):
         self.root, self.paths = Path(root), rows.path.tolist()
         self.labels = rows.label.to_numpy(np.int64); self.classes = np.unique(self.labels[self.labels >= 0])
+        box = lambda b: tuple(float(x) for x in str(b).split()) if isinstance(b, str) and b.strip() else None
+        self.boxes = [box(b) for b in rows.bbx] if 'bbx' in rows else None
         self.class_names = list(class_names)
         g = rows.group.to_numpy(np.int64) if 'group' in rows else None
         self.groups = g if g is not None and (g >= 0).any() else None
@@ -253,6 +260,10 @@ class ManifestDataset(Dataset):
 
     def __len__(self): return len(self.paths)
     def __repr__(self): return f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes)"
-    def __getitem__(self, i): return self.transform(_load_image(self.root, self.paths[i])), int(self.labels[i])
+    def image(self, i: int):
+        "Image `i` as a PIL image, cropped to its box where the dataset has one (ROxford/RParis queries)."
+        im = _load_image(self.root, self.paths[i])
+        return im.crop(self.boxes[i]) if self.boxes is not None and self.boxes[i] is not None else im
+    def __getitem__(self, i): return self.transform(self.image(i)), int(self.labels[i])
     def tensors(self):
         raise NotImplementedError(f"{self.description} streams from disk; iterate it with a torch DataLoader instead of tensors()")

@@ -15,6 +15,7 @@ import numpy as np, pandas as pd, pytest, torch, torchvision
 
 from compatrepro import experiments as X, train as T
 from compatrepro.core import ExperimentParams
+from compatrepro.data import get_split
 from compatrepro.experiments import RACT_FRACTIONS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_specs
 from compatrepro.metrics import retrieval_metrics
 from compatrepro.pipeline import cached_backbone, get_backbone
@@ -116,6 +117,9 @@ def test_ract_paper_scale_trains_and_evaluates(tmp_path, monkeypatch):
                 E.query['old'], E.gallery['old'], metrics=(metric,), distance='cosine', query_is_gallery=False,
                 relevance=E.relevance)[metric])
         assert loaded == [('resnet50', weights)]*2                                             # evaluation trained nothing more
+        for name in ('roxford5k', 'rparis6k'):   # revisitop crops the queries to their boxes; gallery images stay whole
+            q, g = (get_split(name, part, 'paper', str(root)) for part in ('query', 'gallery'))
+            assert q.image(0).size == (20, 16) and g.boxes == [None]*len(g) and g.image(0).size != (20, 16)
 
 
 def test_ract_spec_takes_the_epoch_and_batch_overrides(tmp_path):
