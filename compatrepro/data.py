@@ -224,7 +224,9 @@ register_version('splits', SPLITS_VERSION)
 # evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates,
 # Market-1501's cameras (see the stand-in's reproduction notes below)
 STANDIN_ONLY_FAMILIES = ('pretrain',)   # no paper-scale layout: at paper scale a pre-trained start is torchvision's weights
-SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2, roxford5k=2, rparis6k=2)   # 2: distinct landmarks, easy/hard/junk
+# 2: roxford5k/rparis6k distinct landmarks with easy/hard/junk images; gldv2: GLDv2-test's queries from a third of the
+# classes, every other evaluation image a distractor
+SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2, roxford5k=2, rparis6k=2, gldv2=2)
 for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
 
 def split_versions(name: str) -> dict:
@@ -309,8 +311,8 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
     elif family == 'vggface2':
         n_test = _n_eval_ids(C); test = el >= C - n_test
         tr = tr[tr.label < C - n_test]; ev = ev.copy(); ev['split'] = np.where(test, 'test', 'heldout')
-    elif family == 'gldv2':
-        ev = ev.copy(); ev['split'] = np.where(pos < min(2, ne-1), 'query', 'gallery')
+    elif family == 'gldv2':   # GLDv2-test: a third of the classes are the queries' landmarks, the rest distractors
+        ev = ev.copy(); ev['split'] = np.where((ev.label.to_numpy() % 3 == 1) & (pos[ev.index] < min(2, ne-1)), 'query', 'gallery')
     elif family in ('roxford5k', 'rparis6k'):
         tr = tr.iloc[:0]; ev = _landmark_standin(ev, pos, family)
     elif family == 'pretrain': pass

@@ -68,9 +68,12 @@ def get_backbone(spec: BackboneSpec, device: str|None = None, ctx: RunContext|No
 
 # %% ../nbs/08_pipeline.ipynb #1cda3168
 def features_key(spec: BackboneSpec, split: str, part: str, data_seed: int|None = None) -> dict:
-    "The cache key of the features of backbone `spec` on `split`/`part`."
-    return {'model': backbone_key(spec), 'split': split, 'part': part,
-            'data_seed': spec.data_seed if data_seed is None else int(data_seed)}
+    """The cache key of the features of backbone `spec` on `split`/`part`; with the split's family version where it has
+    one (`SPLIT_FAMILY_VERSIONS`), so that features of a changed layout (other query or gallery images) are never reused."""
+    key = {'model': backbone_key(spec), 'split': split, 'part': part,
+           'data_seed': spec.data_seed if data_seed is None else int(data_seed)}
+    if v := split_versions(split): key['layout'] = v
+    return key
 
 def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: bool = False, data_seed: int|None = None,
                  dataset=None, batch_size: int = 512, ctx: RunContext|None = None) -> dict:
