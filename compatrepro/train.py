@@ -124,6 +124,8 @@ class CompatSpec:
 
     def __post_init__(self):
         if self.method not in COMPAT_METHODS: raise ValueError(f"compat method {self.method!r} is unknown; use one of {COMPAT_METHODS}")
+        for k in ('weight', 'tau', 'margin', 'focal_alpha', 'focal_beta', 'eta'):   # lambda=1 and lambda=1.0 are one model (one key)
+            setattr(self, k, float(getattr(self, k)))
         if isinstance(self.old, dict): self.old = BackboneSpec(**self.old)
         if any(c.old is None for c in compat_terms(self.old)): raise ValueError("the old model's own compat spec is incomplete")
 

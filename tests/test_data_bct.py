@@ -70,7 +70,7 @@ def test_ijbc_layout_is_fixed_and_needs_enough_images(cache):
 
 def test_family_versions():
     assert split_versions('imdbface-25') == {'splits:imdbface': 2} and split_versions('ijbc') == {'splits:ijbc': 2}
-    assert split_versions('vggface2-863') == {} and split_versions('gldv2-open-data-old') == {}
+    assert split_versions('vggface2-863') == {} and split_versions('gldv2-open-data-old') == {'splits:gldv2': 2}   # GLDv2-test's distractors
 
 
 def test_market_cameras_leave_every_query_a_cross_camera_positive(cache):
