@@ -19,7 +19,7 @@ from .pipeline import get_backbone, get_features, get_transformation
 from .metrics import (auc, m_tilde, retrieval_metrics, market_relevance, template_features, template_labels, pair_verification,
                                  open_set_search, is_compatible, update_gain, retrieval_hits, roxford_relevance)
 from .backfill import (backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves,
-                                  old_classifier_order, centroid_order, least_confidence_order, margin_order)
+                                  old_classifier_order, centroid_order)
 from .report import RecordBook, claims_table, claim_margins, diff, above, below, near, least
 from . import losses as L
 
@@ -34,10 +34,11 @@ __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BC
            'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep',
            'best_update', 'ract_sweep_lrs', 'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data',
            'face_test', 'compatibility', 'face_backfill', 'face_points', 'record_compatibility', 'update_gains',
-           'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves',
-           'rm_report', 'best_of', 'rm_merge_claims', 'rm_table1_claims', 'written', 'rm_beats_everywhere',
-           'ract_test_name', 'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve',
-           'ract_old_point', 'record_ract_curve', 'plot_ract_curves', 'ract_table', 'claims_overview']
+           'RMData', 'rm_data', 'rm_specs', 'RMEval', 'query_relevance', 'rm_eval', 'rm_transform', 'rm_orders',
+           'rm_setups', 'rm_curves', 'rm_report', 'best_of', 'rm_merge_claims', 'rm_table1_claims', 'written',
+           'rm_beats_everywhere', 'ract_test_name', 'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval',
+           'ract_eval', 'ract_curve', 'ract_old_point', 'record_ract_curve', 'plot_ract_curves', 'ract_table',
+           'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -486,6 +487,14 @@ class RMEval(NamedTuple):
     query_is_gallery: bool
     relevance: object = None
 
+def query_relevance(queries) -> list|None:
+    """Per-query (positives, junk) gallery indices of a query set that carries its own ground truth: ROxford/RParis's
+    `gnd` under the medium protocol, GLDv2-test's retrieval solution `positives` (every label is -1 there); None when
+    the labels decide."""
+    if getattr(queries, 'gnd', None) is not None: return roxford_relevance(queries.gnd, 'medium')
+    if getattr(queries, 'positives', None) is not None: return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
+    return None
+
 def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
     "The features of every backbone of `specs` on `data`'s evaluation parts (trained and extracted if missing)."
     if data.parts == ('eval',):
@@ -493,10 +502,7 @@ def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
         return RMEval(F, F, y, y, True)
     (Fq, yq), (Fg, yg) = (eval_features(specs, data.new, p) for p in data.parts)
     Q, G = (get_split(data.new, p, params.scale, params.data_root, seed=specs['old'].data_seed) for p in data.parts)
-    rel = None
-    if data.relevance == 'market': rel = market_relevance(Q.labels, Q.cameras, G.labels, G.cameras)
-    elif getattr(Q, 'positives', None) is not None:   # GLDv2-test: its retrieval solution (every label is -1 there)
-        rel = [(p, np.array([], dtype=np.int64)) for p in Q.positives]
+    rel = market_relevance(Q.labels, Q.cameras, G.labels, G.cameras) if data.relevance == 'market' else query_relevance(Q)
     return RMEval(Fq, Fg, yq, yg, False, rel)
 
 def rm_transform(specs: dict, objective: str, data: RMData, E: RMEval, params: ExperimentParams, rho: bool = True,
@@ -716,9 +722,7 @@ def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
     split, metric = RACT_TESTS[test]
     (Fq, yq), (Fg, yg) = (eval_features(specs, split, p) for p in ('query', 'gallery'))
     Q = get_split(split, 'query', params.scale, params.data_root, seed=specs['old'].data_seed)
-    rel = None
-    if getattr(Q, 'gnd', None) is not None: rel = roxford_relevance(Q.gnd, 'medium')
-    elif getattr(Q, 'positives', None) is not None: rel = [(p, np.array([], np.int64)) for p in Q.positives]
+    rel = query_relevance(Q)
     hits = retrieval_hits(Fq['old'], Fg['old'], yq, yg, 1, 'cosine', False, rel)
     return RACTEval(Fq, Fg, yq, yg, rel, metric, hits)
 

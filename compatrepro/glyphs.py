@@ -5,7 +5,7 @@
 # %% ../nbs/01_glyphs.ipynb #3cdb504e
 from __future__ import annotations
 import math, unicodedata
-from dataclasses import dataclass, asdict, field, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 

@@ -597,14 +597,13 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
                        total=steps, show=show_progress and rank == 0)
         for x, y in bar:
             if simclr: x = torch.cat([x[:, 0], x[:, 1]])   # both views in one forward; the labels are never read
-            x_old = None
             if two_views: x, x_old = x[:, 0], x[:, 1]       # RACT Alg. 1: x_new = aug(x), x_old = aug(x)
             if cl: x = x.contiguous(memory_format=torch.channels_last)
             with autocast(device, use_amp):
                 phi, out = net(x, y)
                 if simclr: loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
                 else: loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
-                if compat is not None: loss = loss + compat(x if x_old is None else x_old, y, phi, model.head)
+                if compat is not None: loss = loss + compat(x_old if two_views else x, y, phi, model.head)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
             tot += loss.detach(); n += 1
