@@ -17,7 +17,7 @@ from .train import (BackboneSpec, CompatSpec, TransformationSpec, apply_transfor
                                transformation_spec)
 from .pipeline import get_backbone, get_features, get_transformation
 from .metrics import (auc, m_tilde, retrieval_metrics, market_relevance, template_features, template_labels, pair_verification,
-                                 open_set_search, is_compatible, update_gain, retrieval_hits, roxford_relevance)
+                                 open_set_search, is_compatible, update_gain, roxford_relevance)
 from .backfill import (backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves,
                                   old_classifier_order, centroid_order)
 from .report import RecordBook, claims_table, claim_margins, diff, above, below, near, least
@@ -707,7 +707,8 @@ def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101'
     return {'old': old} | {m: ract_spec(params, n, arch_new, RACT_METHODS[m](old), **kw) for m in methods}
 
 class RACTEval(NamedTuple):
-    "A RACT test set's features of each model, labels, medium-protocol relevance, metric and the old system's top-1 hits (NFR's reference)."
+    """A RACT test set's features of each model, labels, medium-protocol relevance, metric, and the old system's
+    top-1 hits (NFR's reference) and metric (the curves' old/old star), both from one search."""
     query: dict
     gallery: dict
     query_labels: torch.Tensor
@@ -715,6 +716,7 @@ class RACTEval(NamedTuple):
     relevance: list|None
     metric: str
     old_hits: np.ndarray
+    old_point: float
 
 def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
     "The features of every model of `specs` on the queries and gallery of `test` (`RACT_TESTS`), trained and extracted if missing."
@@ -723,8 +725,10 @@ def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
     (Fq, yq), (Fg, yg) = (eval_features(specs, split, p) for p in ('query', 'gallery'))
     Q = get_split(split, 'query', params.scale, params.data_root, seed=specs['old'].data_seed)
     rel = query_relevance(Q)
-    hits = retrieval_hits(Fq['old'], Fg['old'], yq, yg, 1, 'cosine', False, rel)
-    return RACTEval(Fq, Fg, yq, yg, rel, metric, hits)
+    old = retrieval_metrics(Fq['old'], Fg['old'], yq, yg, (metric, 'top1'), 'cosine', False, rel, per_query=True)
+    hits = (old['top1'] > 50).to_numpy()     # NaN (nothing relevant) is a miss, as in retrieval_hits
+    point = float(old[metric].sum() / max(old[metric].notna().sum(), 1))   # retrieval_metrics' mean over the valid queries
+    return RACTEval(Fq, Fg, yq, yg, rel, metric, hits, point)
 
 def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=None, old: str = 'old') -> pd.DataFrame:
     r"""The hot-refresh curve of model `name`: its queries against the gallery backfilled from `old`'s features to its
@@ -736,8 +740,7 @@ def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=None, old: s
 
 def ract_old_point(E: RACTEval) -> float:
     "The old system's metric (old queries against the old gallery): the star at the left of RACT's curves."
-    return float(retrieval_metrics(E.query['old'], E.gallery['old'], E.query_labels, E.gallery_labels, metrics=(E.metric,),
-                                   distance='cosine', query_is_gallery=False, relevance=E.relevance)[E.metric])
+    return E.old_point
 
 def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
     """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area

@@ -17,7 +17,7 @@ from compatrepro import experiments as X, train as T
 from compatrepro.core import ExperimentParams
 from compatrepro.data import get_split
 from compatrepro.experiments import RACT_FRACTIONS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_specs
-from compatrepro.metrics import retrieval_metrics
+from compatrepro.metrics import retrieval_hits, retrieval_metrics
 from compatrepro.pipeline import cached_backbone, get_backbone
 from test_data_paper import img
 from test_rm_paper_scale import _fake_gldv2
@@ -102,6 +102,8 @@ def test_ract_paper_scale_trains_and_evaluates(tmp_path, monkeypatch):
             assert not torch.equal(E.gallery['old'], E.gallery['ours'])
             assert [p.tolist() for p, _ in E.relevance] == relevance[test] and [j.tolist() for _, j in E.relevance] == junk[test]
             assert E.old_hits.dtype == bool and E.old_hits.shape == (2,)
+            assert np.array_equal(E.old_hits, retrieval_hits(E.query['old'], E.gallery['old'], E.query_labels, E.gallery_labels, 1,
+                                                             'cosine', False, E.relevance))   # one search gives the hits and the star
             c = ract_curve(E, 'ours', order[order < n])
             assert isinstance(c, pd.DataFrame) and list(c.columns) == [metric, 'NFR@1']
             assert np.allclose(c.index, RACT_FRACTIONS) and len(c) == 11 and c.index[0] == 0 and c.index[-1] == 1
