@@ -38,8 +38,8 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TIN
 # %% ../nbs/07_train.ipynb #b86d4e11
 CODE_VERSION = 3   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
-COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'lwf-bct', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet', 'focal',
-                  'ra-comp-split')
+COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'lwf-bct', 'lwf-ract', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet',
+                  'focal', 'ra-comp-split')
 
 @dataclass
 class BackboneSpec:
@@ -121,11 +121,13 @@ class CompatSpec:
     focal_alpha: float = 1.0             # focal distillation (RACT A.5)
     focal_beta: float = 5.0
     eta: float = field(default=1.0, metadata=KEY_NEW_FIELD)  # RACT eq. 13: weight of the new-to-new contrast ('ra-comp-split')
+    focus: str = field(default='old', metadata=KEY_NEW_FIELD)  # 'focal': beta weighs where the 'old' or the 'new' model is right
 
     def __post_init__(self):
         if self.method not in COMPAT_METHODS: raise ValueError(f"compat method {self.method!r} is unknown; use one of {COMPAT_METHODS}")
         for k in ('weight', 'tau', 'margin', 'focal_alpha', 'focal_beta', 'eta'):   # lambda=1 and lambda=1.0 are one model (one key)
             setattr(self, k, float(getattr(self, k)))
+        if self.focus not in ('old', 'new'): raise ValueError(f"focus={self.focus!r}: use 'old' (Yan et al.) or 'new' (RACT's code)")
         if isinstance(self.old, dict): self.old = BackboneSpec(**self.old)
         if any(c.old is None for c in compat_terms(self.old)): raise ValueError("the old model's own compat spec is incomplete")
 
@@ -286,9 +288,9 @@ class CompatTerm:
             r = torch.where(known, rows, torch.full_like(rows, self.W.shape[0]))
             return L.bct_kd_influence_loss(phi_new, phi_old, self.W, r, self.b, T=self.T, **self.kw)
         if m == 'l2': return masked(L.l2_regression_loss, known, phi_new, phi_old)
-        if m == 'lwf-bct':   # BCT's adaptation as openBCT runs it: the frozen old classifier scores phi_new
+        if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores phi_new
             z_new, z_old = self.old.head(phi_new), self.old.head(phi_old)
-            return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)
+            return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known if m == 'lwf-bct' else torch.ones_like(known), z_new, z_old)
         if m == 'lwf':
             if new_head is None: raise ValueError("lwf needs the new head")
             z_new = new_head(phi_new)[:, self.lwf_cols]
@@ -300,9 +302,10 @@ class CompatTerm:
         if m == 'comp-triplet': return L.comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin)
         if m == 'ra-comp-triplet': return L.ra_comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin)
         if m == 'focal':
+            if self.spec.focus == 'new' and new_head is None: raise ValueError("focal with focus='new' needs the new head")
             with torch.no_grad():
-                pred = self.ids[self.old.head(phi_old).argmax(1)]
-                focus = pred == labels
+                head, phi = (self.old.head, phi_old) if self.spec.focus == 'old' else (new_head, phi_new)
+                focus = head.class_ids.to(labels.device)[head(phi).argmax(1)] == labels
             return L.focal_distillation_loss(phi_new, phi_old, focus, alpha=self.spec.focal_alpha, beta=self.spec.focal_beta)
         raise ValueError(f"unknown compat method {m!r}")
 
