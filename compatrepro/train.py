@@ -290,7 +290,8 @@ class CompatTerm:
         if m == 'l2': return masked(L.l2_regression_loss, known, phi_new, phi_old)
         if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores phi_new
             z_new, z_old = self.old.head(phi_new), self.old.head(phi_old)
-            return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known if m == 'lwf-bct' else torch.ones_like(known), z_new, z_old)
+            if m == 'lwf-ract': return L.lwf_loss(z_new, z_old, T=self.T)              # every sample
+            return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)   # the new classes' samples
         if m == 'lwf':
             if new_head is None: raise ValueError("lwf needs the new head")
             z_new = new_head(phi_new)[:, self.lwf_cols]
