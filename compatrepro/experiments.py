@@ -37,8 +37,8 @@ __all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BC
            'RMData', 'rm_data', 'rm_specs', 'RMEval', 'query_relevance', 'rm_eval', 'rm_transform', 'rm_orders',
            'rm_setups', 'rm_curves', 'rm_report', 'best_of', 'rm_merge_claims', 'rm_table1_claims', 'written',
            'rm_beats_everywhere', 'ract_test_name', 'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval',
-           'ract_eval', 'ract_curve', 'ract_old_point', 'record_ract_curve', 'plot_ract_curves', 'ract_table',
-           'claims_overview']
+           'ract_eval', 'ract_curve', 'ract_old_point', 'ract_random_curves', 'record_ract_curve', 'plot_ract_curves',
+           'ract_table', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -697,14 +697,18 @@ def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=No
     return replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
                    compat_views=1 if compat is None else 2, **kw)
 
-def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101', methods=('vanilla', 'ours'), **kw) -> dict:
-    "{'old': the R50 old model, method: the new model of each of `methods` (`RACT_METHODS`)} of an allocation (`RACT_ALLOCATIONS`)."
+def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101', methods=('vanilla', 'ours'),
+               extra: dict|None = None, **kw) -> dict:
+    """{'old': the R50 old model, method: the new model of each of `methods` (`RACT_METHODS`)} of an allocation
+    (`RACT_ALLOCATIONS`), plus a new model per row of `extra` (the sweeps and ablations): {row: its compatibility term
+    given the old spec, or (that, `BackboneSpec` overrides)}. `kw` overrides every new model's spec."""
     if allocation not in RACT_ALLOCATIONS: raise ValueError(f"allocation={allocation!r}: use one of {list(RACT_ALLOCATIONS)}")
     bad = [m for m in methods if m not in RACT_METHODS]
     if bad: raise ValueError(f"unknown RACT methods {bad}; use {list(RACT_METHODS)}")
     o, n = RACT_ALLOCATIONS[allocation]
     old = ract_spec(params, o, 'R50')
-    return {'old': old} | {m: ract_spec(params, n, arch_new, RACT_METHODS[m](old), **kw) for m in methods}
+    rows = {m: (RACT_METHODS[m], {}) for m in methods} | {r: t if isinstance(t, tuple) else (t, {}) for r, t in (extra or {}).items()}
+    return {'old': old} | {r: ract_spec(params, n, arch_new, term(old), **(kw | over)) for r, (term, over) in rows.items()}
 
 class RACTEval(NamedTuple):
     """A RACT test set's features of each model, labels, medium-protocol relevance, metric, and the old system's
@@ -741,6 +745,13 @@ def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=None, old: s
 def ract_old_point(E: RACTEval) -> float:
     "The old system's metric (old queries against the old gallery): the star at the left of RACT's curves."
     return E.old_point
+
+def ract_random_curves(specs: dict, test: str, params: ExperimentParams, rows, fractions=None) -> tuple[dict, float]:
+    """({row: its hot-refresh curve on `test`}, the old/old point) for each new model of `rows` in `specs`, the gallery
+    backfilled in one random order fixed by the seed (the order of Figures 3-5, 8-10, 14-18 and Tables 3-8)."""
+    E = ract_eval(specs, test, params)
+    order = random_order(len(E.gallery_labels), seed=params.seed)
+    return {r: ract_curve(E, r, order, fractions) for r in rows}, E.old_point
 
 def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
     """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
