@@ -1,4 +1,4 @@
-"""How far the stand-in's old and new models are from convergence, and how hard the stand-in is at convergence (issue 19).
+"""How far the stand-in's old and new models are from convergence, and how hard the stand-in is at convergence.
 
 For each seed it trains the old model (ImageNet-500 stand-in) and the new model (ImageNet-1k stand-in) with the tiny
 recipe (Adam, the recipe's learning rate and batch) for `--epochs` epochs of one schedule, with independent initial

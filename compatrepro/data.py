@@ -67,9 +67,6 @@ def _split_rows(split, classes_of=None):
         return _rows(m)
     return sel
 
-def _first_ids(k, n):
-    return lambda df, ctx: _train_ids(df)[:_n_of(k, n, len(_train_ids(df)))]
-
 def _random_classes(frac, tag, rest=False):
     "Training images of a random `frac` of the classes (fixed by the seed), or of the other classes if `rest`."
     def sel(df, ctx):

@@ -4,41 +4,26 @@
 
 # %% ../nbs/13_experiments.ipynb #b0497473
 from __future__ import annotations
-import os, re, sys
+import os, re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
-from .core import ExperimentParams, RunContext, paper_of_notebook, parse_lrs, set_context, stage
-from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
-from .train import (BackboneSpec, CompatSpec, TransformationSpec, apply_transformation, backbone_spec, ract_compat, ract_recipe, simclr_spec,
-                               transformation_spec)
-from .pipeline import get_backbone, get_features, get_transformation
-from .metrics import (auc, m_tilde, retrieval_metrics, market_relevance, template_features, template_labels, pair_verification,
-                                 open_set_search, is_compatible, update_gain, roxford_relevance)
-from .backfill import (backfill_curve, class_backfill_search, entropy_order, random_order, step_curve, plot_backfill_curves,
-                                  old_classifier_order, centroid_order)
-from .report import RecordBook, claims_table, claim_margins, diff, above, below, near, least
-from . import losses as L
+from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, stage
+from .data import get_split
+from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
+from .pipeline import get_features, get_transformation
+from .metrics import auc, m_tilde, retrieval_metrics, roxford_relevance
+from .backfill import backfill_curve, step_curve, plot_backfill_curves
+from .report import RecordBook, claims_table, claim_margins, diff, least
 
 # %% auto #0
-__all__ = ['BASELINES', 'PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT',
-           'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1',
-           'RACT_FASTFILL', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_STANDIN_REASONS', 'RACT_STANDIN_REASONS',
-           'RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_EMB_DIM', 'RACT_STANDIN_EPOCHS', 'RACT_PAPER_RECIPE',
-           'RACT_FRACTIONS', 'RACT_TABLE_FRACTIONS', 'RACT_METHODS', 'dataset_name', 'this_notebook', 'Run',
-           'start_experiment', 'eval_features', 'update_specs', 'psi_grad_default', 'other_reading',
-           'transform_features', 'transform_old', 'alignment_losses', 'UpdateSetup', 'update_curves', 'curve_tilde',
-           'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'lr_sweep',
-           'best_update', 'ract_sweep_lrs', 'SweptBaseline', 'swept_ract', 'rate_tag', 'face_features', 'face_data',
-           'face_test', 'compatibility', 'face_backfill', 'face_points', 'record_compatibility', 'update_gains',
-           'RMData', 'rm_data', 'rm_specs', 'RMEval', 'query_relevance', 'rm_eval', 'rm_transform', 'rm_orders',
-           'rm_setups', 'rm_curves', 'rm_report', 'best_of', 'rm_merge_claims', 'rm_table1_claims', 'written',
-           'rm_beats_everywhere', 'ract_test_name', 'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval',
-           'ract_eval', 'ract_curve', 'ract_old_point', 'ract_random_curves', 'record_ract_curve', 'plot_ract_curves',
-           'ract_table', 'claims_overview']
+__all__ = ['BASELINES', 'RM_STANDIN_REASONS', 'RACT_STANDIN_REASONS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
+           'eval_features', 'update_specs', 'transform_old', 'UpdateSetup', 'update_curves', 'curve_tilde',
+           'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'query_relevance',
+           'best_of', 'written', 'claims_overview']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -135,32 +120,6 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
         out[b] = replace(new, compat=BASELINES[b](old))
     return out
 
-PSI_READINGS = {True: 'psi on h', False: 'psi on stop-gradient h'}   # `TransformationSpec.psi_grad_to_h`
-
-def psi_grad_default() -> bool:
-    "The default of `TransformationSpec.psi_grad_to_h`: the reading of eq. 5 that rows named plain 'FastFill' use."
-    return next(f.default for f in fields(TransformationSpec) if f.name == 'psi_grad_to_h')
-
-def other_reading() -> str:
-    "The name of FastFill under the reading of eq. 5 that is not the default, as rows name it."
-    return f'FastFill ({PSI_READINGS[not psi_grad_default()]})'
-
-def transform_features(features: dict, specs: dict, params: ExperimentParams, which=('FCT', 'FastFill'),
-                       both_readings: bool = False, **overrides) -> dict:
-    r"""Add `h(old) FCT` and/or `h(old) FastFill` to `features` (transformations trained and cached if missing) and
-    return {name: $\log\sigma^2$} of those with an uncertainty head. `both_readings`: also FastFill under the other
-    reading of whether the $\log\sigma^2$ term reaches $h$ (issue 15.3; `other_reading()` names it)."""
-    objective = {'FCT': ('l2', {}), 'FastFill': ('l2+disc+uncert', {})}
-    if both_readings:
-        objective[other_reading()] = ('l2+disc+uncert', {'psi_grad_to_h': not psi_grad_default()})
-        which = (*which, other_reading())
-    log_sigma2 = {}
-    for name in which:
-        obj, kw = objective[name]
-        features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], obj, features['old'], params, **(kw | overrides))
-        if s is not None: log_sigma2[name] = s
-    return log_sigma2
-
 # %% ../nbs/13_experiments.ipynb #62d39f3f
 def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor, params: ExperimentParams,
                   side_features: torch.Tensor|None = None, **overrides):
@@ -172,14 +131,6 @@ def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor
     net = get_transformation(spec)
     out = apply_transformation(net, old_features, side_features)
     return out if isinstance(out, tuple) else (out, None)
-
-def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, labels: torch.Tensor, eps: float|None = None) -> dict:
-    r"Per-image $\mathcal{L}_{l_2}$, $\mathcal{L}_{disc}$ ($\kappa_{new}$ on $h$, label smoothing `eps`, default 0.1 for a linear head, 0 for a margin head) and their sum."
-    eps = (0.1 if new_head.kind == 'linear' else 0.) if eps is None else eps
-    with torch.no_grad():
-        l2 = L.fct_l2_loss(h_old, phi_new, reduction='none')
-        disc = L.label_smoothing_ce(new_head(h_old, labels), new_head.targets(labels), eps=eps, reduction='none')
-    return {'L_l2': l2, 'L_disc': disc, 'L_l2+disc': l2 + disc}
 
 # %% ../nbs/13_experiments.ipynb #2d30d777
 @dataclass
@@ -283,210 +234,6 @@ def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top
     return t
 
 # %% ../nbs/13_experiments.ipynb #3ad0bece
-def lr_sweep(spec, lrs) -> dict:
-    "{'lr=<rate>': `spec` with that learning rate} for each rate in `lrs` (FastFill App. A.2: RACT's rate over powers of ten)."
-    return {f'lr={x:g}': replace(spec, lr=x) for x in parse_lrs(lrs)}
-
-def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP') -> str:
-    r"""The candidate of `curves` ({name: backfill curve}) with the highest $\widetilde{M}$ of `metric` (top-1 from the
-    every-step curves in `steps` when present); every candidate's $\widetilde{M}$ is recorded under `item`."""
-    if not curves: raise ValueError("best_update needs at least one candidate curve")
-    record_curves(book, item, curves, steps, metrics=(metric,))
-    score = {k: curve_tilde(k, c, steps, metric) for k, c in curves.items()}
-    return max(score, key=score.get)
-
-RACT_LR_FACTORS = (0.1, 1., 10.)   # stand-in: the recipe's rate times these (three powers of ten; affordable at tiny scale)
-RACT_PAPER_LRS = tuple(10.**k for k in range(-5, 1))   # FastFill App. A.2: "learning rates in powers of ten in [1e-5, 1]"
-
-def ract_sweep_lrs(ract_spec, lrs=None) -> tuple:
-    "The rates of RACT's sweep: `lrs` when given (the notebooks pass `P.ract_lrs`), else the scale's default (see above)."
-    if lrs is not None: return parse_lrs(lrs)
-    return RACT_PAPER_LRS if ract_spec.scale == 'paper' else tuple(ract_spec.lr*f for f in RACT_LR_FACTORS)
-
-class SweptBaseline(NamedTuple):
-    "The winner of a baseline's sweep: its name, spec, gallery/query features and backfilling order."
-    name: str
-    spec: object
-    features: torch.Tensor
-    order: np.ndarray
-
-def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: torch.Tensor, split: str, part: str = 'eval',
-               seed: int = 0, lrs=None, metric: str = 'mAP', orders=('random', 'entropy')) -> SweptBaseline:
-    r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `ract_sweep_lrs(ract_spec, lrs)`, each
-    backfilled in each of `orders` ('random'; 'entropy': RACT eq. 11, its classifier on the old gallery features);
-    every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
-    if not orders or set(orders) - {'random', 'entropy'}: raise ValueError(f"orders must be some of 'random', 'entropy', got {orders!r}")
-    setups, cand, rand = {}, {}, random_order(len(labels), seed=seed)
-    for tag, spec in lr_sweep(ract_spec, ract_sweep_lrs(ract_spec, lrs)).items():
-        f = eval_features({tag: spec}, split, part)[0][tag]
-        with torch.no_grad(): logits = get_backbone(spec, 'cpu').head(old_features)
-        for oname in orders:
-            o = rand if oname == 'random' else entropy_order(logits)
-            setups[name := f'RACT {tag} {oname}'] = UpdateSetup(f, old_features, f, o)
-            cand[name] = SweptBaseline(name, spec, f, o)
-    curves, steps = update_curves(setups, labels, metrics=('top1', metric) if metric != 'top1' else ('top1',))
-    return cand[best_update(book, item, curves, steps, metric)]
-
-# %% ../nbs/13_experiments.ipynb #1c9c03a9
-BCT_FARS = (1e-5, 1e-4, 1e-3, 1e-2)   # BCT App. C, Table 8 (b): TAR@FAR
-BCT_FPIRS = (1e-3, 1e-2, 1e-1)        # Table 8 (c): TPIR@FPIR ("TNIR" in the paper's tables)
-RESOLVED_AT = 10                      # false accepts / alarms a resolved operating point rests on
-
-def rate_tag(rate: float) -> str:
-    "A rate as the papers print it: 1e-4, 1e-2."
-    m, e = f'{rate:e}'.split('e')
-    return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
-
-def face_features(spec, split: str = 'ijbc') -> dict:
-    "{part: image features} of the backbone `spec` on the IJB-C parts 'eval' (1:1 pairs), 'query' (probes), 'gallery' (trained and cached if missing)."
-    return {p: get_features(spec, split, p)['features'] for p in ('eval', 'query', 'gallery')}
-
-def face_data(params: ExperimentParams, split: str = 'ijbc') -> dict:
-    "{part: dataset} of the IJB-C parts of `face_features`, at the run's scale (their templates, identities, G1/G2, pairs)."
-    return {p: get_split(split, p, params.scale, params.data_root) for p in ('eval', 'query', 'gallery')}
-
-def _templates(features, part) -> tuple:
-    "(template features, identity and gallery half 'G1'/'G2' of each template) of one IJB-C `part` embedded as `features`."
-    _, T = template_features(features, part.templates)
-    _, labels = template_labels(part.templates, part.labels); _, halves = template_labels(part.templates, part.gallery_set)
-    return T, labels, np.array([f'G{x}' for x in halves])
-
-def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FPIRS, ranks=(1, 5)) -> dict:
-    r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of $\phi_1$ and
-    $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`, `TPIR@FPIR=<r>` (the mean
-    over G1 and G2) and `false alarms@FPIR=<r>` (the fewer of the two halves), and `rank<k>` of the mated searches."""
-    ev, q, g = data['eval'], data['query'], data['gallery']
-    for nm, f in (('first', first), ('second', second)):
-        for p, d in (('eval', ev), ('query', q), ('gallery', g)):
-            if len(f[p]) != len(d.labels): raise ValueError(f"{nm}['{p}'] has {len(f[p])} features for {len(d.labels)} images of the {p} part")
-    pairs = np.asarray(ev.template_pairs)
-    v = pair_verification(template_features(first['eval'], ev.templates), template_features(second['eval'], ev.templates),
-                          pairs[:, :2], pairs[:, 2].astype(bool), far=fars)
-    out = {}
-    for r in fars: out[f'TAR@FAR={rate_tag(r)}'], out[f'false accepts@FAR={rate_tag(r)}'] = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
-    Pq, pl, _ = _templates(first['query'], q); Gg, gl, parts = _templates(second['gallery'], g)
-    s = open_set_search(Pq, pl, Gg, gl, parts, fpir=fpirs, ranks=ranks)
-    names = sorted({k.split('/')[0] for k in s if '/' in k})
-    for r in fpirs:
-        out[f'TPIR@FPIR={rate_tag(r)}'] = s[f'TPIR@FPIR={r:g}']
-        out[f'false alarms@FPIR={rate_tag(r)}'] = min(s[f'{n}/false_alarms@FPIR={r:g}'] for n in names)
-    out.update({f'rank{k}': s[f'rank{k}'] for k in ranks})
-    return out
-
-def compatibility(m_new_old: float, m_old_old: float, m_new_new: float|None = None) -> dict:
-    r"""BCT eq. 2 ($M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$: 1, else 0), the absolute gain and, given the
-    paragon `m_new_new`, eq. 9's update gain (percent) of one metric; the update gain is left out where the paragon
-    equals $(\phi_{old}, \phi_{old})$ (eq. 9 is undefined)."""
-    out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
-    if m_new_new is not None and m_new_new != m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
-    return out
-
-def face_backfill(probe: dict, old: dict, new: dict, data: dict, seed: int = 0, fpirs=BCT_FPIRS) -> pd.DataFrame:
-    r"""BCT App. B (Figure 3): `class_backfill_search` of the probe templates embedded by `probe` (`face_features`) against
-    the gallery templates, embedded by `new` for the classes backfilled and by `old` for the rest, every 2 % of the
-    classes in the random class order of `seed`; columns named as `face_test` names its rates."""
-    Pq, pl, _ = _templates(probe['query'], data['query'])
-    (Go, gl, parts), (Gn, _, _) = (_templates(f['gallery'], data['gallery']) for f in (old, new))
-    curve = class_backfill_search(Pq, pl, Go, Gn, gl, parts, seed=seed, fpir=fpirs)
-    return curve.rename(columns={f'TPIR@FPIR={r:g}': f'TPIR@FPIR={rate_tag(r)}' for r in fpirs})
-
-BCT_HEADLINE = ['TAR@FAR=1e-4', 'TPIR@FPIR=1e-2']      # the operating points of BCT's main tables (1, 2, 3, 4)
-STANDIN_FACE_POINTS = ['TAR@FAR=1e-2', 'TPIR@FPIR=1e-1']   # the smallest rates the tiny IJB-C stand-in resolves
-
-def face_points(params: ExperimentParams, data: dict) -> dict:
-    r"""The operating points of a BCT face notebook: `allowed` (false accepts / alarms each of BCT's rates rests on, on
-    `data`), `resolved` (those with at least `RESOLVED_AT`), `recorded` (BCT's headline points, the stand-in's resolved
-    ones and rank-1: every scale records the same) and `claims` (the points claims are checked on: the stand-in's on
-    the stand-in, BCT's own at paper scale, and rank-1). At tiny scale it checks that the stand-in still resolves them."""
-    c = ijbc_protocol_counts(data['query'], data['gallery'], data['eval'])
-    allowed = {**{f'TAR@FAR={rate_tag(r)}': a for r, a in false_alarms_allowed(c['impostor'], BCT_FARS).items()},
-               **{f'TPIR@FPIR={rate_tag(r)}': a for r, a in
-                  false_alarms_allowed(min(c['non_mated_G1'], c['non_mated_G2']), BCT_FPIRS).items()}}
-    resolved = [k for k, a in allowed.items() if a >= RESOLVED_AT]
-    if params.scale == 'tiny' and not set(STANDIN_FACE_POINTS) <= set(resolved):
-        raise ValueError(f"the tiny IJB-C stand-in no longer resolves {STANDIN_FACE_POINTS} ({allowed}): see 03_data")
-    return dict(counts=c, allowed=allowed, resolved=resolved, recorded=BCT_HEADLINE + STANDIN_FACE_POINTS + ['rank1'],
-                claims=(STANDIN_FACE_POINTS if params.standin else BCT_HEADLINE) + ['rank1'])
-
-def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: list):
-    """Record, under `item`, each test of `tests` ({pair name: `face_test` result}) at `metrics`, and for each pair of
-    `pairs` ({pair name: its reference pair's name}) eq. 2's verdict and the absolute gain over the reference
-    (`compatible (<metric>)`, `absolute gain (<metric>)`; eq. 9's update gain is a ratio of means, see `update_gains`)."""
-    for name, t in tests.items():
-        for m in metrics: book.add(item, name, m, t[m])
-    for name, ref in pairs.items():
-        for m in metrics:
-            for k, v in compatibility(tests[name][m], tests[ref][m]).items(): book.add(item, name, f'{k} ({m})', v)
-
-def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
-    r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), computed from
-    the means over every seed recorded so far under `item` (ours) and from the paper's numbers (the paper's), per metric;
-    NaN where a number is missing or the paragon does not beat the reference (eq. 9 is undefined)."""
-    S = book.summary().query("item == @item and scale == @book.params.scale").set_index(['method', 'metric'])
-    def one(col, name, ref, top, m):
-        try: v = [S.loc[(k, m), col] for k in (name, ref, top)]
-        except KeyError: return np.nan
-        return np.nan if any(pd.isna(x) for x in v) else compatibility(*v).get('update gain', np.nan)
-    out = {(who, m): {name: one(col, name, ref, top, m) for name, (ref, top) in pairs.items()}
-           for who, col in (('ours', 'mean'), ('paper', 'paper_value')) for m in metrics}
-    seeds = sorted(set(' '.join(S.seeds).split())) if len(S) else []
-    print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, beside the paper's")
-    return pd.DataFrame(out).round(2)
-
-# %% ../nbs/13_experiments.ipynb #28c84348
-class RMData(NamedTuple):
-    "One of RM's upgrades: training splits, evaluation parts, the backbones' keyword arguments, blocks of psi and rho, its mAP."
-    old: str
-    new: str
-    parts: tuple                 # ('eval',): query = gallery; ('query', 'gallery'): separate sets
-    kw: dict
-    arch: str                    # paper scale, homogeneous upgrades: both backbones (sec. 5.3)
-    blocks: int                  # App. B.2: blocks of psi and rho
-    map_metric: str = 'mAP'      # GLDv2: 'mAP@100'
-    relevance: str|None = None   # 'market': Market-1501's same-camera junk rule
-
-RM_DATASETS = {
-    'ImageNet-1K': RMData('imagenet-500', 'imagenet-1k', ('eval',), {'embedding': 'mlfct'}, 'resnet50', 5),
-    'CIFAR-100': RMData('cifar-50', 'cifar-100', ('eval',), {}, 'resnet18', 2),
-    'Places-365': RMData('places-182', 'places-365', ('eval',), {'embedding': 'mlfct'}, 'resnet18', 5),
-    'Market-1501': RMData('market-1501-375', 'market-1501', ('query', 'gallery'), {}, 'resnet18', 2, relevance='market'),
-    'CIFAR-100 open-class': RMData('cifar-100-open-class-old', 'cifar-100-open-class-new', ('eval',), {}, 'resnet18', 2),
-    'GLDv2-test open-class': RMData('gldv2-open-class-old', 'gldv2-open-class-new', ('query', 'gallery'), {}, 'resnet18', 2, 'mAP@100'),
-}
-# heterogeneous upgrades (sec. 5.3, Figure 7, Table A2): (old, new) architectures at paper scale and on the stand-in
-RM_UPGRADES = {'deeper': {'paper': ('resnet18', 'resnet50'), 'standin': (None, 'resnet18')},
-               'vit': {'paper': ('resnet18', 'vit_b_32'), 'standin': (None, 'vit_b_32')}}
-RM_FRACTIONS = np.linspace(0, 1, 11)   # sec. 5.1: t in {0, 0.1, ..., 1}
-RM_TABLE1 = ('old', 'new', 'RM naive', 'BCT', 'FCT', 'FCT (side-info)', 'BiCT', 'RACT', 'RM')
-RACT_FASTFILL = 'RACT (FastFill setting)'   # the other reading: tau = 0.5 (FastFill App. A.2), `BASELINES['RACT']`
-RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', True), 'CL-M': ('cl-m', True)}  # (objective, rho)
-
-def rm_data(name: str) -> RMData:
-    "The `RMData` of one of RM's datasets, by the name its tables use."
-    if name not in RM_DATASETS: raise ValueError(f"unknown RM dataset {name!r}; use one of {list(RM_DATASETS)}")
-    return RM_DATASETS[name]
-
-def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT-A.1'), upgrade: str|None = None) -> dict:
-    """{'old', 'new', *baselines, 'side'}: the backbone specs of an RM upgrade on `data`, and FCT's side-information
-    model (see above). `upgrade`: None for homogeneous (paper: `data.arch` for both; stand-in: its ResNet-10), or a
-    heterogeneous one of `RM_UPGRADES` (the new model and the baselines on the new architecture; on the stand-in the
-    old model stays its ResNet-10, so it is the homogeneous upgrade's old model)."""
-    if upgrade is not None and upgrade not in RM_UPGRADES: raise ValueError(f"upgrade={upgrade!r}: use None or one of {list(RM_UPGRADES)}")
-    arch = (data.arch, data.arch) if upgrade is None else RM_UPGRADES[upgrade]['paper']
-    if params.standin: arch = (None, None) if upgrade is None else RM_UPGRADES[upgrade]['standin']
-    old_kw, new_kw = ({'arch': a} if a else None for a in arch)
-    specs = update_specs(params, data.old, data.new, baselines, old_kw=old_kw, new_kw=new_kw, **data.kw)
-    return specs | {'side': simclr_spec('imagenet-500', params.scale, params.seed, **params.overrides)}
-
-class RMEval(NamedTuple):
-    "The evaluation data of an RM upgrade: {model: features} of the queries and of the gallery, their labels, relevance."
-    query: dict
-    gallery: dict
-    query_labels: torch.Tensor
-    gallery_labels: torch.Tensor
-    query_is_gallery: bool
-    relevance: object = None
-
 def query_relevance(queries) -> list|None:
     """Per-query (positives, junk) gallery indices of a query set that carries its own ground truth: ROxford/RParis's
     `gnd` under the medium protocol, GLDv2-test's retrieval solution `positives` (every label is -1 there); None when
@@ -495,85 +242,7 @@ def query_relevance(queries) -> list|None:
     if getattr(queries, 'positives', None) is not None: return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
     return None
 
-def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
-    "The features of every backbone of `specs` on `data`'s evaluation parts (trained and extracted if missing)."
-    if data.parts == ('eval',):
-        F, y = eval_features(specs, data.new, 'eval')
-        return RMEval(F, F, y, y, True)
-    (Fq, yq), (Fg, yg) = (eval_features(specs, data.new, p) for p in data.parts)
-    Q, G = (get_split(data.new, p, params.scale, params.data_root, seed=specs['old'].data_seed) for p in data.parts)
-    rel = market_relevance(Q.labels, Q.cameras, G.labels, G.cameras) if data.relevance == 'market' else query_relevance(Q)
-    return RMEval(Fq, Fg, yq, yg, False, rel)
-
-def rm_transform(specs: dict, objective: str, data: RMData, E: RMEval, params: ExperimentParams, rho: bool = True,
-                 **overrides) -> tuple:
-    r"""$(\rho^{new}(Q), \rho^{rev}(Q), \rho^{new}(G))$ of RM's transformation trained with `objective` ('rqt' eq. 9,
-    'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) on the new training split; `rho=False`: no $\rho$, so $\rho^{new}=\phi^{new}$."""
-    spec = transformation_spec(specs['old'], specs['new'], objective, seed=params.seed, psi_blocks=data.blocks,
-                               rho_blocks=data.blocks if rho else 0, **overrides)
-    net = get_transformation(spec)
-    q_new, q_rev = apply_transformation(net, E.query['new'])
-    g_new = q_new if E.query_is_gallery else apply_transformation(net, E.gallery['new'])[0]
-    return q_new, q_rev, g_new
-
-def rm_orders(specs: dict, E: RMEval, seed: int) -> dict:
-    r"""RM App. A's backfilling orders of the gallery: 'old classifier' (ascending top-class softmax score of
-    $\kappa_{old}$ on $\phi^{old}$, what every method uses), 'centroid' (ascending cosine similarity to the class
-    centroid of the old features) and 'random'."""
-    with torch.no_grad(): logits = get_backbone(specs['old'], 'cpu').head(E.gallery['old'])
-    return {'old classifier': old_classifier_order(logits), 'centroid': centroid_order(E.gallery['old'], E.gallery_labels),
-            'random': random_order(len(E.gallery_labels), seed=seed)}
-
-def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, order: np.ndarray, methods=RM_TABLE1) -> dict:
-    "{row: UpdateSetup} of RM's comparison (the table above) for `methods`, every one backfilled in `order`."
-    Q, G, out = E.query, E.gallery, {}
-    def fct(new_key, side=False):
-        kw = dict(side_features=G['side'], side_info=specs['side']) if side else {}
-        return transform_old(specs['old'], specs[new_key], 'l2', G['old'], params, **kw)[0]
-    for m in methods:
-        if m in ('old', 'new'): out[m] = UpdateSetup(Q[m], G[m], G[m], order)
-        elif m == 'RM naive': out[m] = UpdateSetup(Q['new'], G['old'], G['new'], order, Q['old'])
-        elif m == 'BCT': out[m] = UpdateSetup(Q['BCT'], G['old'], G['BCT'], order)
-        elif m == 'RACT': out[m] = UpdateSetup(Q['RACT-A.1'], G['old'], G['RACT-A.1'], order)
-        elif m == RACT_FASTFILL: out[m] = UpdateSetup(Q['RACT'], G['old'], G['RACT'], order)
-        elif m == 'FCT': out[m] = UpdateSetup(Q['new'], fct('new'), G['new'], order)
-        elif m == 'FCT (side-info)': out[m] = UpdateSetup(Q['new'], fct('new', side=True), G['new'], order)
-        elif m == 'BiCT': out[m] = UpdateSetup(Q['BCT'], fct('BCT'), G['BCT'], order)
-        elif m in RM_VARIANTS:
-            objective, rho = RM_VARIANTS[m]
-            q_new, q_rev, g_new = rm_transform(specs, objective, data, E, params, rho=rho)
-            out[m] = UpdateSetup(q_new, G['old'], g_new, order, q_rev)
-        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS) + (RACT_FASTFILL,)}")
-    return out
-
-def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None) -> tuple[dict, dict]:
-    "`update_curves` of RM's `setups` as RM evaluates: cosine distance, t in `RM_FRACTIONS`, top-1 and the dataset's mAP."
-    return update_curves(setups, E.query_labels, RM_FRACTIONS, metrics or ('top1', data.map_metric), 'cosine',
-                         E.query_is_gallery, E.gallery_labels, relevance=E.relevance)
-
-RM_NEG_FLIPS = 'negative flips (% of queries, most at any step)'
-
-def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: str|None = None, methods=None) -> pd.DataFrame:
-    r"""Record and tabulate an RM item: $\text{AUC}_{mAP}$, $\text{AUC}_{CMC}$ (top-1; `AUC_top1`), Gain
-    $=(\text{AUC}_{mAP}-\text{old})/(\text{new}-\text{old})$ in percent when the curves hold 'old' and 'new' (Table 1),
-    each curve's values at every $t$, its largest drop between consecutive $t$ and its negative flips (the claims);
-    draw `figure`."""
-    methods = list(methods or curves)
-    m = data.map_metric
-    report_update(book, item, curves, steps, methods, metrics=('top1', m), figure=figure, auc=True)
-    if 'old' in curves and 'new' in curves:
-        lo, hi = curve_auc(curves['old'], m), curve_auc(curves['new'], m)
-        for k in methods: book.add(item, k, 'Gain (%)', 100*update_gain(curve_auc(curves[k], m), lo, hi, strict=False))
-    for k in methods:
-        for metric in ('top1', m):
-            v = curves[k][metric]
-            book.add(item, k, f'largest drop of {metric}_t', float(np.max(-np.diff(v.to_numpy()), initial=0.)))
-            for t, x in v.items(): book.add(item, k, f'{metric} at t={t:.1f}', float(x))
-        if k in steps: book.add(item, k, RM_NEG_FLIPS, float(steps[k]['neg_flips'].max()))
-    cols = [f'AUC_{x}' for x in ('top1', m)] + (['Gain (%)'] if 'old' in curves and 'new' in curves else [])
-    return book.table(item, metrics=cols, methods=methods)
-
-# %% ../nbs/13_experiments.ipynb #3c6f8746
+# %% ../nbs/13_experiments.ipynb #1c9c03a9
 def best_of(item: str, best: str, others, metric: str) -> list:
     "The margin of `best` above every one of `others` on `metric` of `item`."
     return least(*[diff((item, best, metric), (item, o, metric)) for o in others])
@@ -582,30 +251,6 @@ def _declare(book, claims: dict, written: dict|None):
     for k in written or {}:
         if k not in claims: raise ValueError(f"written verdict for unknown claim {k!r}; the claims here are {list(claims)}")
     for k, (text, margin) in claims.items(): book.claim(text, margin, **(written or {}).get(k, {}))
-
-def rm_merge_claims(book, item: str, data: RMData, method: str = 'RM naive', written: dict|None = None):
-    "Claim 1 (sec. 3.1-3.3, eqs. 6-8) on `method`'s merge in `item`: monotone in t, M_0 = old/old, M_1 = new/new, no negative flips."
-    m = data.map_metric
-    _declare(book, {
-        'monotone': (f'{item}: {method} is monotone in t (no drop of top-1 or {m} between consecutive t)',
-                     least(*[below((item, method, f'largest drop of {x}_t'), 1.) for x in ('top1', m)])),
-        'M0': (f'{item}: {method} M_0 = old/old ({m}, eq. 6)', near((item, method, f'{m} at t=0.0'), (item, 'old', f'{m} at t=0.0'), 1.)),
-        'M1': (f'{item}: {method} M_1 = new/new ({m}, eq. 7)', near((item, method, f'{m} at t=1.0'), (item, 'new', f'{m} at t=1.0'), 1.)),
-        'flips': (f'{item}: {method} has no negative flips (top-1, any step)', below((item, method, RM_NEG_FLIPS), 1.))}, written)
-
-def rm_table1_claims(book, item: str, data: RMData, gain_over_100: bool = False, written: dict|None = None):
-    """Claims 2 and 3 (sec. 5.3) on Table 1 or A2: RM has the highest AUC of the compatible methods, FCT with
-    side-information beats FCT, BCT's gain is below the naive merge's, BiCT and RACT end below new/new; where the
-    paper's own Gain exceeds 100 % (`gain_over_100`), RM's does too."""
-    m, others = data.map_metric, [k for k in RM_TABLE1 if k not in ('old', 'new', 'RM')]
-    claims = {f'best {x}': (f'{item}: RM has the highest AUC_{x} of all methods', best_of(item, 'RM', others, f'AUC_{x}'))
-              for x in (m, 'top1')}
-    claims['side-info'] = (f'{item}: FCT with side-information > FCT (AUC_{m})', diff((item, 'FCT (side-info)', f'AUC_{m}'), (item, 'FCT', f'AUC_{m}')))
-    claims['BCT small'] = (f"{item}: BCT's gain is small (below the naive merge's)", diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
-    for k in ('BiCT', 'RACT'):
-        claims[f'{k} below new'] = (f'{item}: {k} ends below new/new ({m} at t=1)', diff((item, 'new', f'{m} at t=1.0'), (item, k, f'{m} at t=1.0')))
-    if gain_over_100: claims['gain > 100'] = (f"{item}: RM's Gain exceeds 100 %", above((item, 'RM', 'Gain (%)'), 100.))
-    _declare(book, claims, written)
 
 RM_STANDIN_REASONS = {   # why a claim does not hold on the stand-in; each notebook's findings give its numbers
     'merge flips': "a merge returns, per query, the nearer of two results measured in two spaces: a query the old system "
@@ -645,151 +290,6 @@ RACT_STANDIN_REASONS = {   # why a RACT claim does not hold on the stand-in (the
 def written(verdict: str, reason: str) -> dict:
     "The verdict written beside a claim (`expect`) with its reason, one of `RM_STANDIN_REASONS`, `RACT_STANDIN_REASONS` or a sentence."
     return dict(expect=verdict, reason=RM_STANDIN_REASONS.get(reason, RACT_STANDIN_REASONS.get(reason, reason)))
-
-def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
-    "The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS`."
-    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}')) for t in RM_FRACTIONS])
-
-# %% ../nbs/13_experiments.ipynb #53527a12
-RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
-                    'open-data': ('gldv2-open-data-old', 'gldv2-open-data-new'),
-                    'open-class': ('gldv2-open-class-old', 'gldv2-open-class-new')}
-RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP@10'), 'RParis': ('rparis6k', 'rmAP@10')}   # sec. 5.1
-RACT_ARCHS = {'R50': ('resnet50', 'resnet10'), 'R101': ('resnet101', 'resnet18')}   # (paper, stand-in)
-RACT_EMB_DIM = 512
-RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 10}   # one budget for both, as the paper's 90 epochs for R50 and R101
-RACT_PAPER_RECIPE = dict(epochs=90, batch={'resnet50': 6*80, 'resnet101': 6*64})
-RACT_FRACTIONS = np.round(np.linspace(0, 1, 11), 10)       # the curves' points
-RACT_TABLE_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)     # Tables 3-8's columns
-RACT_METHODS = {   # name -> the compatibility term(s) of the new model, given the old spec
-    'vanilla': lambda old: ract_compat(old, 'ract', 'comp'),                      # eq. 5
-    'ours': lambda old: ract_compat(old, 'ract', 'ra-comp'),                      # eq. 6
-    'vanilla (triplet)': lambda old: CompatSpec('comp-triplet', old),             # eq. 14, m = 0.8
-    'ours (triplet)': lambda old: CompatSpec('ra-comp-triplet', old),             # eq. 15
-    'BCT': lambda old: CompatSpec('bct-syn', old),                                # BCT's influence loss (App. A.5)
-    'FD': lambda old: CompatSpec('focal', old, focus='new'),                      # focal distillation (Yan et al. 2020), as OpenCompatible
-    'BCT + ours': lambda old: (CompatSpec('bct-syn', old), ract_compat(old, 'ract', 'ra-comp')),   # Figure 16
-    'LwF': lambda old: CompatSpec('lwf-ract', old, T=0.01),                       # Li & Hoiem (Figure 18), as OpenCompatible
-}
-
-def _pct(t: float) -> str: return f'{round(100*t)}%'
-
-def ract_test_name(test: str, params: ExperimentParams) -> str:
-    "The name records give a RACT test set: the paper's at paper scale, labelled as the stand-in's otherwise."
-    if test not in RACT_TESTS: raise ValueError(f"test={test!r}: use one of {list(RACT_TESTS)}")
-    return f'Glyphs stand-in for {test}' if params.standin else test
-
-def ract_pretrained(arch: str, params: ExperimentParams):
-    "The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds), or the torchvision weights file at paper scale."
-    if params.standin: return backbone_spec('glyph-pretrain', params.scale, seed=0, arch=arch)
-    return str(Path(params.data_root)/'pretrained'/f'{arch}.pth')
-
-def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=None, **kw) -> BackboneSpec:
-    """RACT's backbone (App. A.1) on `split`: `arch` 'R50' or 'R101' (`RACT_ARCHS`), fine-tuned from `ract_pretrained`,
-    augmented, with the compatibility term(s) `compat` seen through a second augmentation (Alg. 1); `kw` overrides any
-    `BackboneSpec` field (the ablations' batch size, `per_class` for the positive pre-sampler)."""
-    if arch not in RACT_ARCHS: raise ValueError(f"arch={arch!r}: use one of {list(RACT_ARCHS)}")
-    a = RACT_ARCHS[arch][1 if params.standin else 0]
-    base = backbone_spec(split, params.scale, params.seed, arch=a, emb_dim=RACT_EMB_DIM)
-    if params.standin: e, b = (RACT_STANDIN_EPOCHS[a] if params.scale == 'tiny' else base.epochs), base.batch_size
-    else: e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
-    spec = ract_recipe(replace(base, **({'epochs': e, 'batch_size': b, 'warmup_epochs': 0.} | params.overrides)))   # no warm-up in RACT's schedule
-    return replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
-                   compat_views=1 if compat is None else 2, **kw)
-
-def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101', methods=('vanilla', 'ours'),
-               extra: dict|None = None, **kw) -> dict:
-    """{'old': the R50 old model, method: the new model of each of `methods` (`RACT_METHODS`)} of an allocation
-    (`RACT_ALLOCATIONS`), plus a new model per row of `extra` (the sweeps and ablations): {row: its compatibility term
-    given the old spec, or (that, `BackboneSpec` overrides)}. `kw` overrides every new model's spec."""
-    if allocation not in RACT_ALLOCATIONS: raise ValueError(f"allocation={allocation!r}: use one of {list(RACT_ALLOCATIONS)}")
-    bad = [m for m in methods if m not in RACT_METHODS]
-    if bad: raise ValueError(f"unknown RACT methods {bad}; use {list(RACT_METHODS)}")
-    o, n = RACT_ALLOCATIONS[allocation]
-    old = ract_spec(params, o, 'R50')
-    rows = {m: (RACT_METHODS[m], {}) for m in methods} | {r: t if isinstance(t, tuple) else (t, {}) for r, t in (extra or {}).items()}
-    return {'old': old} | {r: ract_spec(params, n, arch_new, term(old), **(kw | over)) for r, (term, over) in rows.items()}
-
-class RACTEval(NamedTuple):
-    """A RACT test set's features of each model, labels, medium-protocol relevance, metric, and the old system's
-    top-1 hits (NFR's reference) and metric (the curves' old/old star), both from one search."""
-    query: dict
-    gallery: dict
-    query_labels: torch.Tensor
-    gallery_labels: torch.Tensor
-    relevance: list|None
-    metric: str
-    old_hits: np.ndarray
-    old_point: float
-
-def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
-    "The features of every model of `specs` on the queries and gallery of `test` (`RACT_TESTS`), trained and extracted if missing."
-    if test not in RACT_TESTS: raise ValueError(f"test={test!r}: use one of {list(RACT_TESTS)}")
-    split, metric = RACT_TESTS[test]
-    (Fq, yq), (Fg, yg) = (eval_features(specs, split, p) for p in ('query', 'gallery'))
-    Q = get_split(split, 'query', params.scale, params.data_root, seed=specs['old'].data_seed)
-    rel = query_relevance(Q)
-    old = retrieval_metrics(Fq['old'], Fg['old'], yq, yg, (metric, 'top1'), 'cosine', False, rel, per_query=True)
-    hits = (old['top1'] > 50).to_numpy()     # NaN (nothing relevant) is a miss, as in retrieval_hits
-    point = float(old[metric].sum() / max(old[metric].notna().sum(), 1))   # retrieval_metrics' mean over the valid queries
-    return RACTEval(Fq, Fg, yq, yg, rel, metric, hits, point)
-
-def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=None, old: str = 'old') -> pd.DataFrame:
-    r"""The hot-refresh curve of model `name`: its queries against the gallery backfilled from `old`'s features to its
-    own in `order`, at each fraction (default `RACT_FRACTIONS`): the test's mAP and NFR@1 against the old system (eq. 12)."""
-    fractions = RACT_FRACTIONS if fractions is None else fractions
-    return backfill_curve(E.query[name], E.gallery[old], E.gallery[name], E.query_labels, E.gallery_labels, order, fractions,
-                          metrics=(E.metric, 'NFR@1'), distance='cosine', query_is_gallery=False,
-                          reference_hits=E.old_hits, relevance=E.relevance)
-
-def ract_old_point(E: RACTEval) -> float:
-    "The old system's metric (old queries against the old gallery): the star at the left of RACT's curves."
-    return E.old_point
-
-def ract_random_curves(specs: dict, test: str, params: ExperimentParams, rows, fractions=None) -> tuple[dict, float]:
-    """({row: its hot-refresh curve on `test`}, the old/old point) for each new model of `rows` in `specs`, the gallery
-    backfilled in one random order fixed by the seed (the order of Figures 3-5, 8-10, 14-18 and Tables 3-8)."""
-    E = ract_eval(specs, test, params)
-    order = random_order(len(E.gallery_labels), seed=params.seed)
-    return {r: ract_curve(E, r, order, fractions) for r in rows}, E.old_point
-
-def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
-    """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
-    the uncertainty orders are compared by) and its largest drop between consecutive points."""
-    add = lambda k, v: book.add(item, method, k, float(v), dataset=dataset)
-    for t, row in curve.iterrows():
-        add(f'{metric} at {_pct(t)}', row[metric]); add(f'NFR@1 at {_pct(t)}', row['NFR@1'])
-    add(f'largest drop of {metric}', np.max(-np.diff(curve[metric].to_numpy()), initial=0.))
-    add(f'mean {metric}', curve[metric].mean())
-
-def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bool = True):
-    """RACT's figures: one column per panel ({panel: {method: curve}}), `metric` on top (one name, or {panel: name}
-    when the panels are different test sets) and NFR@1 below (`nfr`), the old system's value (`old_points[panel]`) as
-    a star at 0 %."""
-    rows = 2 if nfr else 1
-    fig, axs = plt.subplots(rows, len(panels), figsize=(4.2*len(panels), 3.3*rows), squeeze=False)
-    metrics = metric if isinstance(metric, dict) else dict.fromkeys(panels, metric)
-    for j, (panel, curves) in enumerate(panels.items()):
-        metric = metrics[panel]
-        for name, c in curves.items():
-            x = 100*np.asarray(c.index, dtype=float)
-            axs[0, j].plot(x, c[metric], marker='o', ms=3, label=name)
-            if nfr: axs[1, j].plot(x, c['NFR@1'], marker='o', ms=3, label=name)
-        if panel in old_points: axs[0, j].plot([0], [old_points[panel]], marker='*', ms=12, color='tab:brown', ls='', label='old/old')
-        axs[0, j].set_title(panel, fontsize=9); axs[0, j].set_ylabel(metric)
-        if nfr: axs[1, j].set_ylabel('NFR@1 (%)')
-        axs[-1, j].set_xlabel('gallery backfilled (%)')
-        axs[0, j].legend(fontsize=7)
-    fig.suptitle(title, fontsize=10); fig.tight_layout()
-    return fig
-
-def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None = None, fractions=RACT_TABLE_FRACTIONS,
-               dataset: str|None = None) -> pd.DataFrame:
-    "Record and show a table of Tables 3-8: per row, 'old' and the metric at each of `fractions` (columns '0%', '20%', ...)."
-    for name, c in curves.items():
-        if old_value is not None: book.add(item, name, 'old', old_value, dataset=dataset)
-        for t in fractions: book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
-    return book.table(item, metrics=(['old'] if old_value is not None else []) + [_pct(t) for t in fractions])
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -25,12 +25,13 @@ from .features import extract_features
 
 # %% auto #0
 __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE',
-           'TINY_ARCH_RECIPES', 'STANDIN_RECIPES', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES',
-           'RM_OBJECTIVES', 'RM_PER_CLASS', 'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS',
-           'PAPER_RECIPE_VERSION', 'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms',
-           'compat_old', 'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm',
-           'CompatTerms', 'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
-           'init_seed', 'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'load_pretrained',
+           'TINY_ARCH_RECIPES', 'STANDIN_RECIPES', 'RACT_EMB_DIM', 'RACT_STANDIN_EPOCHS', 'RACT_PAPER_RECIPE',
+           'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'RM_PER_CLASS',
+           'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION',
+           'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms', 'compat_old', 'compat_methods',
+           'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm', 'CompatTerms',
+           'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
+           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'load_pretrained',
            'train_backbone', 'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key',
            'transformation_loss', 'train_transformation', 'same_view_batches', 'train_transformation_same_view',
            'apply_transformation']
@@ -214,6 +215,11 @@ def ract_recipe(spec: BackboneSpec) -> BackboneSpec:
     e = spec.epochs
     return replace(spec, optimizer='adam', lr=0.01, lr_batch=480, weight_decay=1e-4, schedule='step', warmup_epochs=0.,
                    milestones=(e/3, 2*e/3), gamma=0.1, label_smoothing=0.)
+
+# %% ../nbs/07_train.ipynb #f7a14c83
+RACT_EMB_DIM = 512
+RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 10}   # one budget for both, as the paper's 90 epochs for R50 and R101
+RACT_PAPER_RECIPE = dict(epochs=90, batch={'resnet50': 6*80, 'resnet101': 6*64})
 
 # %% ../nbs/07_train.ipynb #44445e6a
 def lr_factor(step: int, steps_per_epoch: int, epochs: int, schedule: str = 'cosine', warmup_epochs: float = 0.,

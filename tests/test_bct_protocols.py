@@ -1,4 +1,4 @@
-"""BCT's model and protocol prerequisites (issue 16): the ReLU after the embedding (Table 3, phi^ReLU), equal optimizer
+"""BCT's model and protocol prerequisites: the ReLU after the embedding (Table 3, phi^ReLU), equal optimizer
 steps per architecture on the stand-in, the IJB-C style face protocols at the template level (1:1 verification with
 one model per side, 1:N open-set search over two disjoint galleries) and the partial-backfilling curve of BCT Figure 3."""
 from dataclasses import replace
@@ -44,7 +44,7 @@ def test_embedding_relu_spec_trains_a_relu_model_and_keeps_default_keys():
     with torch.no_grad(): f = load_model(art)(_TinyDS().x)
     assert (f >= 0).all()
     # the new field is left out of the key at its default: a default spec keeps its address (pinned when
-    # CODE_VERSION became 3 with the stand-in regime of issue 19)
+    # CODE_VERSION became 3 with the present stand-in regime)
     t = backbone_spec('imagenet-500', 'tiny')
     assert spec_key('backbone', backbone_key(t)) == 'f2b18eca1bb95021'
     assert spec_key('backbone', backbone_key(replace(t, embedding_relu=True))) != spec_key('backbone', backbone_key(t))

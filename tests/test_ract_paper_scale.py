@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np, pandas as pd, pytest, torch, torchvision
 
-from compatrepro import experiments as X, train as T
+from compatrepro import train as T
 from compatrepro.core import ExperimentParams
 from compatrepro.data import get_split
-from compatrepro.experiments import RACT_FRACTIONS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_specs
+from compatrepro.ract import RACT_FRACTIONS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_specs
 from compatrepro.metrics import retrieval_hits, retrieval_metrics
 from compatrepro.pipeline import cached_backbone, get_backbone
 from test_data_paper import img

@@ -1,4 +1,4 @@
-"RACT's training prerequisites (issue 17): several compatibility terms in one model (RACT Figure 18, 'BCT + ra-comp') and eq. 13's `ra-comp-split` as a training method."
+"RACT's training prerequisites: several compatibility terms in one model (RACT Figure 18, 'BCT + ra-comp') and eq. 13's `ra-comp-split` as a training method."
 import copy, dataclasses, math
 from dataclasses import replace
 
@@ -7,10 +7,10 @@ import torch.nn.functional as F
 
 from compatrepro.core import RunContext, _canon, spec_key, using_context
 from compatrepro.data import get_split
-from compatrepro.features import _TinyDS
 from compatrepro import losses as L
 from compatrepro import pipeline as P
 from compatrepro import train as T
+from _doubles import TinyDataset
 
 
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -120,7 +120,7 @@ def test_one_training_step_on_the_smoke_standin(compat):
 def test_pipeline_trains_two_terms_against_the_one_old_model(monkeypatch, tmp_path):
     "cached_backbone of a 'bct + ra-comp' spec: its old model is trained (once) and handed to the trainer; both methods' versions are noted."
     def split(name, part, scale='tiny', data_root=None, seed=0, **kw):
-        ds = _TinyDS(n=32, c=4, size=16, seed=0)
+        ds = TinyDataset(n=32, c=4, size=16, seed=0)
         if name == 'imagenet-500':
             keep = ds.labels < 2
             ds.images, ds.labels = ds.images[torch.from_numpy(keep)], ds.labels[keep]; ds.classes = np.unique(ds.labels)

@@ -1,4 +1,4 @@
-"""RM's evaluation through the experiment helpers (issue 18): rank-merge curves of an `UpdateSetup` with `query_old`,
+"""RM's evaluation through the experiment helpers: rank-merge curves of an `UpdateSetup` with `query_old`,
 their AUC (RM sec. 3.2), and the transformation cost in MACs (RM App. B.3)."""
 import os
 os.environ.setdefault('COMPATREPRO_PROGRESS', '0')

@@ -11,10 +11,11 @@ import pickle
 
 import numpy as np, pandas as pd, pytest, torch
 
-from compatrepro import experiments as X, pipeline, train as T
+from compatrepro import experiments as X, pipeline, rm as RM, train as T
 from compatrepro.core import ExperimentParams
 from compatrepro.data import get_split
-from compatrepro.experiments import RM_DATASETS, RM_FRACTIONS, RM_TABLE1, curve_auc, rm_curves, rm_eval, rm_orders, rm_setups, rm_specs
+from compatrepro.experiments import curve_auc
+from compatrepro.rm import RM_DATASETS, RM_FRACTIONS, RM_TABLE1, rm_curves, rm_eval, rm_orders, rm_setups, rm_specs
 from compatrepro.metrics import retrieval_metrics
 from compatrepro.models import load_model
 from compatrepro.pipeline import cached_backbone, cached_transformation
@@ -138,7 +139,8 @@ def test_rm_table1_rows_end_to_end(rm_root, monkeypatch):
     def record_rows(labels, *a):
         rows = real_rows(labels, *a); batches.extend(torch.as_tensor(np.asarray(labels))[rows]); return rows
     def two_views(*a, **kw): raise AssertionError("paper scale must train transformations on one view (train_transformation_same_view)")
-    monkeypatch.setattr(X, 'transformation_spec', short_recipe)
+    monkeypatch.setattr(X, 'transformation_spec', short_recipe)    # FCT's and BiCT's h (transform_old)
+    monkeypatch.setattr(RM, 'transformation_spec', short_recipe)   # RM's psi and rho (rm_transform)
     monkeypatch.setattr(T, 'class_balanced_rows', record_rows)
     monkeypatch.setattr(pipeline, 'train_transformation', two_views)
     data, P = RM_DATASETS['CIFAR-100'], _params(rm_root)

@@ -1,4 +1,4 @@
-"""The stand-in regime of issue 19, checked on the committed tiny results of notebook 20 for every seed there is: the
+"""The stand-in regime (`docs/standin_regime.md`), checked on the committed tiny results of notebook 20 for every seed there is: the
 new model (on 'imagenet-1k', all classes) is at least 10 points of CMC top-1 above the old one (on 'imagenet-500', the
 old half of the classes), neither is above 90 % (a saturated stand-in compresses every difference), and the
 independently trained new model retrieves from the old gallery at chance (at most three times a random ranking's

@@ -2,16 +2,16 @@
 import numpy as np, pytest, torch
 
 from compatrepro.core import RunContext, using_context
-from compatrepro.features import _TinyDS
 from compatrepro.models import load_model, load_transformation
 from compatrepro import pipeline as P
 from compatrepro import train as T
+from _doubles import TinyDataset
 
 
 pytestmark = pytest.mark.usefixtures('one_thread')
 
 
-class _Split(_TinyDS):
+class _Split(TinyDataset):
     "A synthetic split: 'imagenet-500' holds classes 0-1 of 4, anything else all 4."
     def __init__(self, name, part):
         super().__init__(n=32, c=4, size=16, seed=0 if part == 'train' else 1)

@@ -117,7 +117,8 @@ def faces(tmp_path):
 def test_paper_scale_bct_path(faces):
     "Notebook 30's path at paper scale: BCT's CosFace old model on half of IMDB-Face, a BCT new model, IJB-C's 1:1 and 1:N tests."
     from compatrepro.core import ExperimentParams
-    from compatrepro.experiments import update_specs, face_features, face_data, face_test
+    from compatrepro.experiments import update_specs
+    from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
     specs = update_specs(P, 'imdbface-50', 'imdbface', ['new-β'], arch='resnet18')
     assert specs['old'].head == 'cosface' and specs['old'].head_scale == 32. and specs['old'].milestones == (8, 12, 14)   # BCT sec. 3.2
@@ -134,7 +135,8 @@ def test_paper_scale_bct_robustness_and_chain_paths(faces):
     """Notebooks 31 and 32 at paper scale: a NormSoftmax old model, a 256-d ReLU new model whose first 128 dimensions
     meet the old classifier, and a chain phi_1 (25 %) -> phi_2 (50 %, BCT) -> phi_3 (100 %, BCT towards phi_2)."""
     from compatrepro.core import ExperimentParams
-    from compatrepro.experiments import update_specs, BASELINES, face_features, face_data, face_test
+    from compatrepro.experiments import update_specs, BASELINES
+    from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
     ns = update_specs(P, 'imdbface', 'imdbface', ['new-β'], old_kw=dict(head='norm_softmax'), arch='resnet18')
     wide = replace(ns['new-β'], emb_dim=256, embedding_relu=True)

@@ -3,9 +3,9 @@ The trainer is pure (it always trains); the artifact cache and its checkpoint fi
 import pytest, torch
 
 from compatrepro.core import RunContext, using_context
-from compatrepro.features import _TinyDS
 from compatrepro import pipeline as P
 from compatrepro import train as T
+from _doubles import TinyDataset
 
 
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -40,14 +40,14 @@ def ctx(tmp_path):
 @pytest.fixture
 def fake_split(monkeypatch):
     "The pipeline's data: every split is the same small synthetic set."
-    ds = _TinyDS(n=32, c=4, size=16)
+    ds = TinyDataset(n=32, c=4, size=16)
     monkeypatch.setattr(P, 'get_split', lambda name, part, scale='tiny', data_root=None, seed=0, **kw: ds)
     return ds
 
 
 @pytest.mark.parametrize('make_spec', [_spec, _simclr], ids=['supervised', 'simclr'])
 def test_resume_is_exact(tmp_path, make_spec):
-    ds = _TinyDS(n=32, c=4, size=16)
+    ds = TinyDataset(n=32, c=4, size=16)
     spec = make_spec()
     full = _train(spec, ds)
     ck = tmp_path/'ck'/'backbone.pt'
@@ -67,7 +67,7 @@ def test_resume_is_exact(tmp_path, make_spec):
 
 def test_resume_starts_from_the_checkpoint(tmp_path):
     "A checkpoint of another run's epoch 1 is what the trainer resumes from: it does not silently start over."
-    ds = _TinyDS(n=32, c=4, size=16)
+    ds = TinyDataset(n=32, c=4, size=16)
     ck = tmp_path/'ck.pt'
     with pytest.raises(T.TrainingInterrupted): _train(_spec(), ds, checkpoint=ck, stop_after=1)
     state = torch.load(ck, weights_only=False)
@@ -112,13 +112,13 @@ def test_cache_hit_does_not_train(ctx, fake_split, monkeypatch):
 
 
 def test_different_seeds_differ():
-    ds = _TinyDS(n=16, c=4, size=16)
+    ds = TinyDataset(n=16, c=4, size=16)
     a, b = _train(_spec(epochs=1), ds), _train(_spec(epochs=1, seed=6), ds)
     assert not torch.equal(_weights(a)['embedding.weight'], _weights(b)['embedding.weight'])
 
 
 def test_old_model_exactly_when_compat():
-    ds = _TinyDS(n=16, c=4, size=16)
+    ds = TinyDataset(n=16, c=4, size=16)
     old = T.EmbeddingModel('resnet18', 8, range(4), scale='tiny')
     with pytest.raises(ValueError, match='exactly when the spec has a compatibility term'):
         _train(_spec(epochs=1), ds, old)
@@ -128,10 +128,10 @@ def test_old_model_exactly_when_compat():
 
 def test_simclr_never_reads_labels():
     "SimCLR (side-information models; its resume is checked by test_resume_is_exact): the labels are never read, and the NT-Xent loss falls."
-    ds = _TinyDS(n=32, c=4, size=16)
+    ds = TinyDataset(n=32, c=4, size=16)
     spec = _simclr()
     full = _train(spec, ds)
-    relabelled = _TinyDS(n=32, c=4, size=16); relabelled.labels = (relabelled.labels + 1) % 4
+    relabelled = TinyDataset(n=32, c=4, size=16); relabelled.labels = (relabelled.labels + 1) % 4
     _assert_same_weights(full, _train(spec, relabelled))
     losses = [h['loss'] for h in full['history']]
     assert losses[-1] < losses[0], losses
@@ -141,7 +141,7 @@ def test_simclr_never_reads_labels():
 
 
 def test_two_views_are_two_augmentations_of_the_same_images():
-    ds = _TinyDS(n=32, c=4, size=16)
+    ds = TinyDataset(n=32, c=4, size=16)
     (x1, y1), = list(T.iter_batches(ds, 32, 0, 5, 'cpu'))
     (x2, y2), = list(T.iter_batches(ds, 32, 0, 5, 'cpu', views=2))
     assert x2.shape == (32, 2, 3, 16, 16) and torch.equal(y1, y2)           # the same images in the same order

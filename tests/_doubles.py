@@ -1,0 +1,17 @@
+"""Test doubles shared by the pytest tests (imported as `from _doubles import ...`: pytest puts tests/ on the path)."""
+import numpy as np, torch
+
+
+class TinyDataset:
+    "A minimal in-memory dataset with the stand-in's contract (for checks): N images, labels = i % C."
+    def __init__(self, n: int = 10, c: int = 3, size: int = 8, seed: int = 0):
+        g = torch.Generator().manual_seed(seed)
+        self.images = torch.randint(0, 256, (n, 3, size, size), generator=g, dtype=torch.uint8)
+        self.labels = np.arange(n) % c; self.classes = np.arange(c); self.image_size = (size, size)
+        self.name, self.part, self.scale, self.description = 'tinyds', 'train', 'tiny', 'synthetic check set'
+    def __len__(self): return len(self.labels)
+    def tensors(self): return self.images, torch.from_numpy(self.labels)
+    def normalize(self, x): return x.float()/255
+    def augment(self, x, generator=None):
+        return (x.float()/255 + 0.01*torch.randn(x.shape, generator=generator, device=generator.device if generator is not None else 'cpu').to(x.device))
+    def __getitem__(self, i): return self.normalize(self.images[i:i+1])[0], int(self.labels[i])
