@@ -11,19 +11,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .core import progress, register_version
+from .core import progress
 from .retrieval import (as_features, as_labels, check_distance, check_labels, prepare_features,
                                    ranking_distance, block_rows)
 
-EVAL_VERSION = 1   # bump when a change to the metrics or the backfilling curves changes a number they give
-register_version('eval', EVAL_VERSION)
-
 # %% auto #0
-__all__ = ['EVAL_VERSION', 'parse_metrics', 'roxford_relevance', 'Relevance', 'market_relevance', 'block_counts',
-           'per_query_values', 'evaluate_blocks', 'retrieval_metrics', 'retrieval_hits', 'brute_force_metrics',
-           'tie_features', 'nfr', 'flips', 'template_features', 'template_labels', 'tar_far_points', 'tar_at_far',
-           'verification_scores', 'pair_verification', 'tpir_at_fpir', 'open_set_search', 'is_compatible',
-           'update_gain', 'order_ranks', 'kendall_tau', 'm_tilde', 'auc']
+__all__ = ['parse_metrics', 'roxford_relevance', 'Relevance', 'market_relevance', 'block_counts', 'per_query_values',
+           'evaluate_blocks', 'retrieval_metrics', 'retrieval_hits', 'brute_force_metrics', 'tie_features', 'nfr',
+           'flips', 'template_features', 'template_labels', 'tar_far_points', 'tar_at_far', 'verification_scores',
+           'pair_verification', 'tpir_at_fpir', 'open_set_search', 'is_compatible', 'update_gain', 'order_ranks',
+           'kendall_tau', 'm_tilde', 'auc']
 
 # %% ../nbs/10_metrics.ipynb #7e5ab6f8
 _METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|rmAP@(\d+)|NFR@(\d+)|pos_flips@(\d+)|neg_flips@(\d+))$')

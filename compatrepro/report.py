@@ -4,7 +4,8 @@
 
 # %% ../nbs/12_report.ipynb #2b77449b
 from __future__ import annotations
-import hashlib, json, os, platform, re, sys, time
+import ast, copy, hashlib, json, os, platform, re, sys, time
+from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -13,13 +14,14 @@ import compatrepro
 from .core import (RECORD_COLUMNS, atomic_path, atomic_write_text, current_context, get_device, make_record,
                               paper_of_notebook,
                               read_records, write_records)
-from .metrics import EVAL_VERSION
 
 # %% auto #0
-__all__ = ['KEYS', 'VERDICTS', 'aggregate_records', 'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table',
-           'table_caption', 'summary_markdown', 'write_summary', 'notebook_code_hash', 'file_digest', 'find_notebook',
-           'machine_info', 'linear', 'diff', 'above', 'below', 'least', 'near', 'order', 'make_claim', 'claim_refs',
-           'claim_margins', 'claim_verdict', 'claims_table', 'RecordBook']
+__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'VERDICTS', 'aggregate_records', 'repo_root', 'paper_values',
+           'paper_value', 'fmt_mean_std', 'paper_table', 'table_caption', 'summary_markdown', 'write_summary',
+           'file_digest', 'find_notebook', 'cpu_model', 'machine_info', 'code_digest', 'names_used', 'Definition',
+           'module_definitions', 'library_definitions', 'name_digest', 'code_closure', 'notebook_code',
+           'notebook_code_hash', 'run_dependencies', 'library_changes', 'linear', 'diff', 'above', 'below', 'least',
+           'near', 'order', 'make_claim', 'claim_refs', 'claim_margins', 'claim_verdict', 'claims_table', 'RecordBook']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -114,16 +116,6 @@ def write_summary(results_dir: str|Path) -> tuple[Path, Path]:
     return csv, md
 
 # %% ../nbs/12_report.ipynb #d786fd61
-def notebook_code_hash(path: str|Path) -> str:
-    "sha256 (16 hex digits) of the source of the code cells of the notebook `path`, in order (papermill's injected cell left out)."
-    nb = json.loads(Path(path).read_text(encoding='utf-8'))
-    h = hashlib.sha256()
-    for c in nb['cells']:
-        if c['cell_type'] != 'code' or 'injected-parameters' in c.get('metadata', {}).get('tags', []): continue
-        src = c['source'] if isinstance(c['source'], str) else ''.join(c['source'])
-        h.update(src.strip().encode()); h.update(b'\0')
-    return h.hexdigest()[:16]
-
 def file_digest(path: str|Path) -> str:
     "sha256 (16 hex digits) of a file's bytes."
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
@@ -134,13 +126,157 @@ def find_notebook(name: str) -> Path|None:
     cands.append(Path(compatrepro.__file__).resolve().parent.parent/'nbs')
     return next((c/f'{name}.ipynb' for c in cands if (c/f'{name}.ipynb').exists()), None)
 
+def cpu_model() -> str:
+    "The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'): return line.split(':', 1)[1].strip()
+    except OSError: pass
+    return platform.processor() or platform.machine()
+
 def machine_info(ctx=None) -> dict:
-    "The package, torch and Python versions, the device and the CPU threads of this process."
+    """The package, torch and Python versions, the device, the CPU threads of this process, and what decides whether
+    two CPU runs can be bit-equal: the CPU model and the vector instructions torch uses (e.g. AVX2, AVX512)."""
     ctx = ctx or current_context()
     dev = get_device(ctx.device)
     name = torch.cuda.get_device_name(dev) if dev.type == 'cuda' else (platform.processor() or platform.machine())
     return dict(package=compatrepro.__version__, torch=torch.__version__, python=platform.python_version(),
-                device=f'{dev.type}: {name}', threads=torch.get_num_threads())
+                device=f'{dev.type}: {name}', threads=torch.get_num_threads(), cpu=cpu_model(),
+                cpu_capability=torch.backends.cpu.get_cpu_capability())
+
+# %% ../nbs/12_report.ipynb #34613d5c
+LIBRARY_MODULES_SKIPPED = ('__init__', '__main__', '_modidx', 'cli')   # never imported by a run of a notebook
+
+class _Normalise(ast.NodeTransformer):
+    "Docstrings out (comments never reach the tree): what is left is what runs."
+    def _strip(self, node):
+        self.generic_visit(node)
+        b = node.body
+        if b and isinstance(b[0], ast.Expr) and isinstance(b[0].value, ast.Constant) and isinstance(b[0].value.value, str):
+            node.body = b[1:] or [ast.Pass()]
+        return node
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
+
+def code_digest(*nodes: ast.AST) -> str:
+    "sha256 (16 hex digits) of what `nodes` run: their syntax trees without docstrings, positions or comments."
+    h = hashlib.sha256()
+    for n in nodes: h.update(ast.dump(_Normalise().visit(copy.deepcopy(n))).encode()); h.update(b'\0')
+    return h.hexdigest()[:16]
+
+def names_used(*nodes: ast.AST) -> set[str]:
+    "Every name the `nodes` read or write, and every attribute name they use (methods, module attributes)."
+    out = set()
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name): out.add(n.id)
+            elif isinstance(n, ast.Attribute): out.add(n.attr)
+    return out
+
+def _target_names(t) -> list[str]:
+    "The names an assignment target binds or changes: `a`, `a, b`, `a[k]`, `a.x` -> the base names."
+    while isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)): t = t.value
+    if isinstance(t, ast.Name): return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)): return [n for e in t.elts for n in _target_names(e)]
+    return []
+
+@dataclass(frozen=True)
+class Definition:
+    "One top-level definition of a package module: its `name`, the `digest` of its code and the names it `uses`."
+    module: str
+    name: str
+    digest: str
+    uses: frozenset
+
+def module_definitions(source: str, module: str) -> list[Definition]:
+    """The top-level definitions of one module's `source`: each function and class by its name, each assignment by the
+    names it binds (`X = ...`, `X[k] = ...`), and every other statement except imports and the module docstring by
+    `<statement digest>`, which each of the module's named definitions uses (a registration runs with its module)."""
+    tree, named, other = ast.parse(source), [], []
+    for i, s in enumerate(tree.body):
+        if isinstance(s, (ast.Import, ast.ImportFrom)): continue
+        if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str): continue
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names = [s.name]
+        elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            names = [n for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) for n in _target_names(t)]
+        else: names = []
+        names = [n for n in names if n != '__all__']
+        if names: named.append((names, s))
+        elif not (isinstance(s, ast.Assign) and _target_names(s.targets[0]) == ['__all__']): other.append(s)
+    stmts = [Definition(module, f'<statement {code_digest(s)}>', code_digest(s), frozenset(names_used(s))) for s in other]
+    extra = frozenset(d.name for d in stmts)
+    return stmts + [Definition(module, n, code_digest(s), frozenset(names_used(s)) | extra) for names, s in named for n in names]
+
+_DEFINITIONS = {}   # (folder, its files' sizes and times) -> definitions: `status` asks for every run
+
+def library_definitions(pkg_dir: str|Path|None = None) -> dict[str, list[Definition]]:
+    "Every top-level definition of the package in `pkg_dir` (default: this one), by name (a name two modules define has two)."
+    pkg_dir = Path(pkg_dir or Path(compatrepro.__file__).parent).resolve()
+    files = [f for f in sorted(pkg_dir.glob('*.py')) if f.stem not in LIBRARY_MODULES_SKIPPED]
+    key = (str(pkg_dir), tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    if key not in _DEFINITIONS:
+        out = {}
+        for f in files:
+            for d in module_definitions(f.read_text(encoding='utf-8'), f.stem): out.setdefault(d.name, []).append(d)
+        _DEFINITIONS.clear(); _DEFINITIONS[key] = out
+    return _DEFINITIONS[key]
+
+def name_digest(defs: list[Definition]) -> str:
+    "The digest of a name: its definition's, or of all of them where modules share the name."
+    return defs[0].digest if len(defs) == 1 else hashlib.sha256(' '.join(sorted(d.digest for d in defs)).encode()).hexdigest()[:16]
+
+BOOKKEEPING = ('run_dependencies', 'machine_info', 'cpu_model', 'progress', 'stage')   # provenance and progress: they make no number
+
+def code_closure(names, defs: dict[str, list[Definition]], stop=()) -> dict[str, str]:
+    """{name: digest} of every definition in `defs` that `names` reach, directly or through the definitions they reach,
+    not going into the definitions named in `stop`."""
+    seen, todo = {}, list(names)
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in defs or n in stop: continue
+        seen[n] = name_digest(defs[n])
+        for d in defs[n]: todo.extend(d.uses)
+    return dict(sorted(seen.items()))
+
+# %% ../nbs/12_report.ipynb #23124713
+def _code_cells(path: str|Path) -> list[str]:
+    "The sources of the code cells of the notebook `path`, papermill's injected cell left out."
+    nb = json.loads(Path(path).read_text(encoding='utf-8'))
+    return [c['source'] if isinstance(c['source'], str) else ''.join(c['source']) for c in nb['cells']
+            if c['cell_type'] == 'code' and 'injected-parameters' not in c.get('metadata', {}).get('tags', [])]
+
+def _parse_cell(src: str) -> ast.Module:
+    "A code cell's syntax tree; IPython's magics and shell lines (`%...`, `!...`) become string constants."
+    lines = [repr(l) if l.lstrip().startswith(('%', '!')) else l for l in src.splitlines()]
+    return ast.parse('\n'.join(lines))
+
+def _is_package_import(s) -> bool:
+    return (isinstance(s, ast.ImportFrom) and (s.module or '').split('.')[0] == 'compatrepro' and s.level == 0)
+
+def notebook_code(path: str|Path) -> tuple[str, set[str]]:
+    """(`code_hash`, names) of the notebook `path`: the digest of its code cells' statements in order, where the imports
+    from `compatrepro` count as the sorted list of the names they bring in (not the module each comes from), and every
+    name its code uses."""
+    body, imported = [], set()
+    for src in _code_cells(path):
+        for s in _parse_cell(src).body:
+            if _is_package_import(s): imported |= {(a.name, a.asname or a.name) for a in s.names}
+            else: body.append(s)
+    h = hashlib.sha256((code_digest(ast.Module(body=body, type_ignores=[])) + repr(sorted(imported))).encode())
+    return h.hexdigest()[:16], names_used(*body) | {n for n, _ in imported}
+
+def notebook_code_hash(path: str|Path) -> str:
+    "The `code_hash` of the notebook `path` (see `notebook_code`)."
+    return notebook_code(path)[0]
+
+def run_dependencies(path: str|Path, pkg_dir: str|Path|None = None) -> dict:
+    "What a run of the notebook `path` depends on in code: {'code_hash': ..., 'library': {name: digest}} (see above)."
+    h, names = notebook_code(path)
+    return dict(code_hash=h, library=code_closure(names, library_definitions(pkg_dir), stop=BOOKKEEPING))
+
+def library_changes(recorded: dict[str, str], pkg_dir: str|Path|None = None, defs=None) -> list[str]:
+    "The names of `recorded` ({name: digest}, a run's `library`) whose definition has changed or is gone since."
+    defs = library_definitions(pkg_dir) if defs is None else defs
+    return sorted(n for n, dg in recorded.items() if n not in defs or name_digest(defs[n]) != dg)
 
 # %% ../nbs/12_report.ipynb #fd3896f6
 VERDICTS = ('holds', 'fails', 'within noise')
@@ -220,14 +356,14 @@ class RecordBook:
         self.path = self.dir/'records'/f'{notebook}.seed{params.seed}.csv'
         self.provenance_path = self.dir/'runs'/f'{notebook}.seed{params.seed}.json'
         src = find_notebook(notebook)
-        self.code_hash = notebook_code_hash(src) if src is not None else None
+        self.deps = run_dependencies(src) if src is not None else dict(code_hash=None, library={})
         self.started, self.inputs, self.figures = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), {}, {}
 
     def provenance(self) -> dict:
         "What produced this run (see above)."
         ctx = current_context()
-        return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale, code_hash=self.code_hash,
-                    versions=dict(sorted((ctx.used | {'eval': EVAL_VERSION}).items())), inputs=dict(sorted(self.inputs.items())),
+        return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale, code_hash=self.deps['code_hash'],
+                    library=self.deps['library'], versions=dict(sorted(ctx.used.items())), inputs=dict(sorted(self.inputs.items())),
                     paper=self.paper, figures=dict(sorted(self.figures.items())),
                     params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root', 'ract_lrs')},
                     started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), **machine_info(ctx))

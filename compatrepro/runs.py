@@ -10,19 +10,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pandas as pd
 
 import compatrepro
 from .core import (SCALES, STANDIN_SCALES, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
                               is_experiment_notebook, logger, paper_of_notebook, registered_versions)
-from .metrics import EVAL_VERSION
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
-from .report import file_digest, notebook_code_hash, write_summary
+from .report import claim_margins, file_digest, library_changes, notebook_code_hash, write_summary
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
-           'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'norm_item', 'paper_items',
-           'status_table', 'check_results', 'runs_to_do', 'reproduce']
+__all__ = ['WIDGET_VIEW', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets',
+           'NotebookJob', 'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'norm_item',
+           'paper_items', 'status_table', 'check_results', 'compare_records', 'seed_spreads', 'claim_sign_changes',
+           'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -227,6 +228,9 @@ def run_state(results_dir: str|Path, notebook: str, seed: int, nbs_dir: str|Path
     src = nbs_dir/f'{notebook}.ipynb'
     if not src.exists(): why.append(f'its notebook {src.name} no longer exists')
     elif prov.get('code_hash') != notebook_code_hash(src): why.append('its notebook\'s code changed since the run')
+    if 'library' not in prov: why.append('its provenance names no library code (made before runs recorded it)')
+    elif (changed := library_changes(prov['library'])):
+        why.append('library code it reaches changed: ' + ', '.join(changed[:6]) + (f' and {len(changed) - 6} more' if len(changed) > 6 else ''))
     reg = registered_versions()
     for k, v in prov.get('versions', {}).items():
         if k not in reg: why.append(f'{k} no longer exists')
@@ -317,6 +321,41 @@ def _expected_seconds(res_dir: Path, stem: str, seed: int) -> float:
     try: return float(json.loads(p.read_text()).get('duration') or 0)
     except (OSError, ValueError): return 0.
 
+RECORD_ID = ['paper', 'item', 'dataset', 'method', 'metric', 'seed']
+
+def compare_records(before: pd.DataFrame|None, after: pd.DataFrame, spread: pd.Series|None = None) -> dict:
+    """How a run's records `after` compare with the records `before` it replaces (None: there were none): how many
+    values, how many are bit-equal, the largest |difference|, and the records only one of them has; with `spread` (the
+    seeds' range of each value, indexed like `RECORD_ID` less the seed), the largest and the median difference in
+    units of that spread (a difference where the seeds agree exactly counts as infinitely many spreads)."""
+    if before is None: return dict(values=len(after), equal=0, largest=np.nan, only_before=0, only_after=len(after))
+    m = before[RECORD_ID + ['value']].merge(after[RECORD_ID + ['value']], on=RECORD_ID, how='outer', suffixes=('_b', '_a'), indicator=True)
+    both = m[m._merge == 'both']
+    d = (both.value_a - both.value_b).abs()
+    out = dict(values=len(after), equal=int((both.value_a == both.value_b).sum()), largest=float(d.max()) if len(d) else np.nan,
+               only_before=int((m._merge == 'left_only').sum()), only_after=int((m._merge == 'right_only').sum()))
+    if spread is not None and len(d):
+        sp = spread.reindex(pd.MultiIndex.from_frame(both[RECORD_ID[:-1]])).to_numpy()
+        r = np.where(d.to_numpy() == 0, 0., d.to_numpy()/np.where(sp > 0, sp, 0.))
+        out |= dict(largest_in_spreads=float(np.nanmax(r)), median_in_spreads=float(np.nanmedian(r)))
+    return out
+
+def seed_spreads(records: pd.DataFrame) -> pd.Series:
+    "The range (max - min) over the seeds of every value of `records` (one notebook's, all seeds)."
+    return records.groupby(RECORD_ID[:-1]).value.agg(lambda v: float(v.max() - v.min()))
+
+def claim_sign_changes(claims: list[dict], before: pd.DataFrame, after: pd.DataFrame, seed: int) -> list[str]:
+    "The claims whose margin on `seed` is positive in one of `before`/`after` and not in the other."
+    out = []
+    for c in claims:
+        try: a, b = claim_margins(c, before[before.seed == seed]), claim_margins(c, after[after.seed == seed])
+        except KeyError: out.append(c['text']); continue
+        if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0): out.append(c['text'])
+    return out
+
+def _read_csv_or_none(p: Path) -> pd.DataFrame|None:
+    return pd.read_csv(p) if p.exists() else None
+
 def runs_to_do(notebooks: list, seeds, is_current) -> list[tuple]:
     """The (notebook, seed) runs that must run: those for which `is_current(notebook, seed)` is False, and every seed of
     a claims notebook whose paper has one of them (it reads all of that paper's records)."""
@@ -328,8 +367,11 @@ def runs_to_do(notebooks: list, seeds, is_current) -> list[tuple]:
 
 def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only: list[str]|None = None,
               device: str = 'auto', out: str|Path = 'results', nbs: str|Path|None = None, force: bool = False,
-              extra: dict|None = None, jobs: int|None = None, threads: int|None = None, show: bool = True) -> dict:
-    "Run the experiment notebooks for every seed (see above); return {(notebook, seed): None or the error}."
+              extra: dict|None = None, jobs: int|None = None, threads: int|None = None, show: bool = True,
+              compare_with: str|Path|None = None) -> dict:
+    """Run the experiment notebooks for every seed (see above); return {(notebook, seed): None or the error}. Each run's
+    records are compared with those it replaces, or with those of the same run under `compare_with` (a results folder,
+    e.g. the committed `results/`), and the comparison is printed and written to `rerun_comparison.csv`."""
     check_scale(scale)
     if scale == 'paper' and not data_root: raise ValueError("--scale paper needs --data-root (see docs: running at paper scale)")
     nbs_dir, out = find_nbs_dir(nbs), Path(out).resolve()
@@ -344,6 +386,14 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     todo = [NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb',
                         dict(seed=int(seed), scale=scale, data_root=data_root, device=device, **(extra or {})),
                         name=f'{nb.stem} seed {seed}', cwd=nbs_dir, env={'COMPATREPRO_OUT_DIR': str(out)}) for nb, seed in runs]
+    base = Path(compare_with).resolve()/scale if compare_with else res_dir
+    def snapshot(stem, seed):   # before the run rewrites them (when `base` is where it writes)
+        runs = sorted((base/'records').glob(f'{stem}.seed*.csv'))
+        every = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True) if runs else None
+        cl = base/'claims'/f'{stem}.json'
+        return (_read_csv_or_none(base/'records'/f'{stem}.seed{seed}.csv'), every, json.loads(cl.read_text()) if cl.exists() else [])
+    before = {(j.nb.stem, j.params['seed']): snapshot(j.nb.stem, j.params['seed']) for j in todo}
+    compared = {}
     if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
@@ -354,6 +404,13 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         _mark_finished(res_dir, job, seed)
         status[(job.nb.stem, seed)] = None if job.ok else job.error
         if job.out.exists(): shutil.copyfile(job.out, res_dir/'notebooks'/f'{job.nb.stem}.ipynb')
+        rec = res_dir/'records'/f'{job.nb.stem}.seed{seed}.csv'
+        if job.ok and rec.exists():
+            old, every, claims = before[(job.nb.stem, seed)]
+            new = pd.read_csv(rec)
+            c = compare_records(old, new, seed_spreads(every) if every is not None and every.seed.nunique() > 1 else None)
+            if old is not None and claims: c['claims_flipped'] = len(claim_sign_changes(claims, old, new, seed))
+            compared[(job.nb.stem, seed)] = c
     t0 = time.time()
     run_notebooks(todo, n_jobs, threads, show=show, on_done=done)
     csv_f, md = write_summary(res_dir)
@@ -361,6 +418,11 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     print(f"\n{len(todo)} run(s) in {_fmt_s(time.time() - t0)}. Executed notebooks: {res_dir/'notebooks'}\n"
           f"Records: {res_dir/'records'}\nFigures: {res_dir/'figures'}\n"
           f"Tables (mean ± std over seeds, beside the papers' numbers): {md}\nAll numbers: {csv_f}")
+    if compared:
+        cmp = pd.DataFrame([dict(notebook=n, seed=s, **c) for (n, s), c in sorted(compared.items())])
+        with atomic_path(res_dir/'rerun_comparison.csv') as tmp: cmp.to_csv(tmp, index=False)
+        print(f"\nAgainst the records they replace{f' (in {base})' if compare_with else ''}: {int((cmp['equal'] == cmp['values']).sum())} of "
+              f"{len(cmp)} run(s) gave equal records\n" + cmp.to_string(index=False))
     if failed: print(f"\n{len(failed)} run(s) FAILED: " + ', '.join(f'{n} (seed {s})' for n, s in failed)
                      + f"\nEach failed run's executed notebook and log are in {res_dir/'notebooks'}")
     return status

@@ -112,6 +112,18 @@ def test_smoke_writes_what_tiny_writes(nb, smoke):
     assert fa == fb, f'{nb}: smoke and tiny figures differ\nonly in smoke: {sorted(fa - fb)}\nonly in tiny: {sorted(fb - fa)}'
 
 
+def test_a_rerun_is_compared_with_the_records_it_should_reproduce(smoke, tmp_path):
+    """`reproduce --out ELSEWHERE --compare-with RESULTS`, as the README's first command runs it: a smoke re-run of one
+    notebook from the same cache, into another folder, reports every value equal to the first run's."""
+    nb = '24_fastfill_biased'
+    st = reproduce(scale='smoke', seeds=[0], out=tmp_path, nbs=NBS, only=[f'^{nb}$'], jobs=1, compare_with=smoke.dir.parent, show=False)
+    assert st == {(nb, 0): None}, st
+    cmp = pd.read_csv(tmp_path/'smoke'/'rerun_comparison.csv').set_index('notebook')
+    row = cmp.loc[nb]
+    assert row['values'] > 0 and row['equal'] == row['values'], row
+    assert row['only_before'] == row['only_after'] == 0, row
+
+
 # ---- the package and the committed results -------------------------------------------------------------------------
 
 def test_notebooks_and_package_agree(tmp_path):
@@ -146,7 +158,7 @@ def test_editing_a_notebook_makes_only_its_items_stale(tmp_path):
     before = status_table(*args)
     f = tmp_path/'nbs'/'21_fastfill_ablation.ipynb'
     nb = nbformat.read(str(f), as_version=4)
-    next(c for c in nb.cells if c.cell_type == 'code' and 'parameters' not in c.metadata.get('tags', [])).source += '\n# an edit'
+    next(c for c in nb.cells if c.cell_type == 'code' and 'parameters' not in c.metadata.get('tags', [])).source += '\n_edited = 1'
     nbformat.write(nb, str(f))
     problems = check_results(*args)
     assert problems and all(p.startswith('21_fastfill_ablation') for p in problems), problems

@@ -1,0 +1,46 @@
+"""No silent staleness: on a scratch copy of the package, the notebooks and the committed tiny results, a change to an
+evaluation function's result makes `compatrepro status --check` report exactly the runs that reach that function as
+stale, and a comment or docstring edit of it reports nothing. (Training changes are caught by
+tests/test_artifact_fingerprints.py, since the cache would serve the models made before.)"""
+import json, os, re, shutil, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT/'results'/'tiny'
+
+
+def _scratch(tmp: Path) -> Path:
+    shutil.copytree(ROOT/'compatrepro', tmp/'compatrepro', ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copytree(ROOT/'nbs', tmp/'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints'))
+    shutil.copytree(ROOT/'docs', tmp/'docs', ignore=shutil.ignore_patterns('_build', '_site'))
+    shutil.copy(ROOT/'settings.ini', tmp)
+    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp/'results'/'tiny'/d)
+    return tmp
+
+
+def _stale_runs(root: Path) -> set[tuple[str, int]]:
+    "The runs `compatrepro status --check` reports stale, run with the scratch copy's package."
+    r = subprocess.run([sys.executable, '-m', 'compatrepro', 'status', '--check'], cwd=root, capture_output=True, text=True,
+                       env=os.environ | {'PYTHONPATH': str(root)})
+    stale = {(m.group(1), int(m.group(2))) for m in re.finditer(r'^\s*- (\S+) seed (\d+) is stale', r.stdout, re.M)}
+    assert (r.returncode == 0) == (not stale), r.stdout[-3000:] + r.stderr[-3000:]
+    return stale
+
+
+def _edit(f: Path, old: str, new: str):
+    s = f.read_text(); assert s.count(old) == 1, old; f.write_text(s.replace(old, new))
+
+
+def test_an_evaluation_change_makes_exactly_its_runs_stale_and_a_comment_nothing(tmp_path):
+    root = _scratch(tmp_path)
+    metrics = root/'compatrepro'/'metrics.py'
+    reach = {(p['notebook'], p['seed']) for p in (json.loads(f.read_text()) for f in (TINY/'runs').glob('*.json'))
+             if 'nfr' in p.get('library', {})}
+    assert reach and len(reach) < len(list((TINY/'runs').glob('*.json'))), 'nfr should be reached by some runs, not all'
+
+    _edit(metrics, '    "RACT eq. 12 in percent: share of the reference\'s successes that fail in `hits`."',
+          '    "RACT eq. 12, in percent."   # a comment and a docstring: no number changes')
+    assert _stale_runs(root) == set()
+
+    _edit(metrics, 'return 100 * float((r & ~h).sum() / r.sum())', 'return 99 * float((r & ~h).sum() / r.sum())')
+    assert _stale_runs(root) == reach
