@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import matplotlib.pyplot as plt
+from IPython.display import Markdown
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, stage
 from .data import get_split
@@ -20,10 +21,10 @@ from .backfill import backfill_curve, step_curve, plot_backfill_curves
 from .report import RecordBook, claims_table, claim_margins, diff, least
 
 # %% auto #0
-__all__ = ['BASELINES', 'RM_STANDIN_REASONS', 'RACT_STANDIN_REASONS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
-           'eval_features', 'update_specs', 'transform_old', 'UpdateSetup', 'update_curves', 'curve_tilde',
-           'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table', 'query_relevance',
-           'best_of', 'written', 'claims_overview']
+__all__ = ['BASELINES', 'RM_STANDIN_REASONS', 'RACT_STANDIN_REASONS', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run',
+           'start_experiment', 'eval_features', 'update_specs', 'transform_old', 'UpdateSetup', 'update_curves',
+           'curve_tilde', 'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table',
+           'query_relevance', 'best_of', 'written', 'claims_overview', 'claims_markdown', 'show_claims']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -303,3 +304,28 @@ def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         if m is not None: book.add('Claims', c['text'], 'margin', m, dataset=f"records of {c['notebook']}")
     pd.set_option('display.max_colwidth', 120)
     return claims_table(claims, R).set_index('claim'), R
+
+VERDICT_MARKS = {'holds': '✅ holds', 'fails': '❌ fails', 'within noise': '〰️ within noise', 'too few seeds': '… too few seeds'}
+
+def claims_markdown(table: pd.DataFrame) -> str:
+    """Every claim of a claims `table` (`claims_overview`), grouped by notebook and by the paper item its text names
+    (the words before its first colon), with its verdict marked, its margin over the seeds, and for a claim that does
+    not hold the reason written beside it; a verdict other than the written one is flagged."""
+    t = table.reset_index()
+    out = []
+    for nb, g in t.groupby('notebook', sort=False):
+        out.append(f'### `{nb}`: {int((g.verdict == "holds").sum())} of {len(g)} hold\n')
+        items = g.claim.str.split(':', n=1).str[0].where(g.claim.str.contains(':'), 'other')
+        for item, h in g.groupby(items, sort=False):
+            out.append(f'**{item}**\n')
+            for r in h.itertuples():
+                text = r.claim.split(':', 1)[1].strip() if ':' in r.claim else r.claim
+                flag = '' if r.agrees else f' — **differs from the verdict written beside it ({r.written})**'
+                out.append(f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds){flag}')
+                if r.verdict != 'holds' and r.reason: out.append(f'  - *why:* {r.reason}')
+            out.append('')
+    return '\n'.join(out)
+
+def show_claims(table: pd.DataFrame) -> Markdown:
+    "`claims_markdown` of `table`, rendered in the notebook (every claim, none elided)."
+    return Markdown(claims_markdown(table))

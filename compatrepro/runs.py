@@ -17,13 +17,13 @@ import compatrepro
 from .core import (SCALES, STANDIN_SCALES, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
                               is_experiment_notebook, logger, paper_of_notebook, registered_versions)
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
-from .report import claim_margins, file_digest, library_changes, notebook_code_hash, write_summary
+from .report import claim_margins, claim_refs, claims_table, file_digest, library_changes, notebook_code_hash, write_summary
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets',
-           'NotebookJob', 'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'norm_item',
-           'paper_items', 'status_table', 'check_results', 'compare_records', 'seed_spreads', 'claim_sign_changes',
-           'runs_to_do', 'reproduce']
+__all__ = ['WIDGET_VIEW', 'ITEM_STATES', 'CLAIM_COLUMNS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks',
+           'library_notebooks', 'strip_widgets', 'NotebookJob', 'execute_notebook', 'describe_status', 'run_notebooks',
+           'run_state', 'runs_of', 'norm_item', 'paper_items', 'item_claims', 'claims_state', 'status_table',
+           'check_results', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -262,11 +262,38 @@ def paper_items(root: str|Path) -> list[dict]:
     "The rows of `docs/paper_items.csv` under the repository `root`: paper, item, kind, caption."
     with open(Path(root)/'docs'/'paper_items.csv', encoding='utf-8') as f: return list(csv.DictReader(f))
 
+ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')
+CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'claim', 'verdict', 'written', 'reason']
+
+def item_claims(res: str|Path) -> pd.DataFrame:
+    """Every claim declared under the results folder `res` (one scale) with its verdict over the seeds recorded there,
+    one row per item its margin names."""
+    rows, res = [], Path(res)
+    for f in sorted((res/'claims').glob('*.json')):
+        claims = json.loads(f.read_text())
+        recs = [pd.read_csv(p).assign(notebook=f.stem) for p in sorted((res/'records').glob(f'{f.stem}.seed*.csv'))]
+        if not claims or not recs: continue
+        t = claims_table(claims, pd.concat(recs, ignore_index=True))
+        for c, v in zip(claims, t.itertuples()):
+            for item in dict.fromkeys(norm_item(r[0]) for r in claim_refs(c)):
+                rows.append(dict(paper=paper_of_notebook(f.stem + '.ipynb'), item=item, notebook=f.stem, claim=c['text'],
+                                 verdict=v.verdict, written=v.written, reason=c['reason']))
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+def claims_state(verdicts) -> str:
+    "The state of a current item from the verdicts of its claims: reproduced, partly, differs, or runs (no claim)."
+    v = list(verdicts)
+    if not v: return 'runs'
+    holding = sum(x == 'holds' for x in v)
+    return 'reproduced' if holding == len(v) else 'differs' if holding == 0 else 'partly'
+
 def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None) -> pd.DataFrame:
-    "One row per paper item (and per record item the papers do not number): its notebooks, current seeds, status, reasons."
+    """One row per paper item (and per record item the papers do not number): its notebooks, current seeds, state
+    (see above), its claims and how many hold, and the reasons (of a stale run, or of the claims that do not hold)."""
     check_scale(scale)
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs = runs_of(res)
+    claims = item_claims(res)
     states = {(r.notebook, r.seed): run_state(res, r.notebook, r.seed, nbs_dir) for r in runs.itertuples()}
     produced = {}       # (paper, item) -> {(notebook, seed)}
     for r in runs.itertuples():
@@ -279,16 +306,20 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
         for paper, item in items: produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
     def row(paper, item, kind, caption):
         who = produced.pop((paper, item), set())
-        if kind != 'result' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption)
-        if not who: return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption)
+        mine = claims[(claims.paper == paper) & (claims['item'] == item)]
+        counts = dict(claims=len(mine), holding=int((mine.verdict == 'holds').sum()))
+        if kind != 'result' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption, **counts)
+        if not who: return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption, **counts)
         cur = sorted({s for nb, s in who if states[(nb, s)][0] == 'current'})
         stale = sorted(f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1]) for nb, s in who if states[(nb, s)][0] != 'current')
-        return dict(paper=paper, item=item, status='stale' if stale else 'reproduced', notebooks=' '.join(sorted({nb for nb, _ in who})),
-                    seeds=' '.join(map(str, cur)), reasons=' | '.join(stale), caption=caption)
+        failing = [f'{r.claim} [{r.verdict}]' + (f': {r.reason}' if r.reason else '') for r in mine.itertuples() if r.verdict != 'holds']
+        return dict(paper=paper, item=item, status='stale' if stale else claims_state(mine.verdict),
+                    notebooks=' '.join(sorted({nb for nb, _ in who})), seeds=' '.join(map(str, cur)),
+                    reasons=' | '.join(stale or failing), caption=caption, **counts)
     rows = [row(i['paper'], i['item'], i['kind'], i['caption']) for i in paper_items(nbs_dir.parent)]
     for (paper, item) in sorted(produced):   # items the papers do not number
         rows.append(row(paper, item, 'own', f'not a numbered item of the paper ({paper})'))
-    return pd.DataFrame(rows, columns=['paper', 'item', 'status', 'notebooks', 'seeds', 'reasons', 'caption'])
+    return pd.DataFrame(rows, columns=['paper', 'item', 'status', 'claims', 'holding', 'notebooks', 'seeds', 'reasons', 'caption'])
 
 def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None, min_seeds: int = 3) -> list[str]:
     """What keeps the committed results at `scale` from being trusted: every experiment notebook must have at least

@@ -365,14 +365,15 @@ def _provenance_table(rows: list[dict]) -> str:
     lines = ['| seed | code and versions | threads | device | torch | finished |', '|---|---|---|---|---|---|']
     for r in rows:
         p = r['prov']
-        if r['state'] == 'current': st = f"current (code {p.get('code_hash', '?')})"
+        if r['state'] == 'current': st = f"current (code {p.get('code_hash', '?')}, {len(p.get('library', {}))} library definitions)"
         else: st = f"**{r['state']}**: " + '; '.join(r['why'])
         dur = p.get('duration')
         fin = (p.get('updated', '')[:16].replace('T', ' ') + (f' UTC, {dur:.0f} s' if isinstance(dur, (int, float)) else ' UTC')
                if p else '–')
         if p and p.get('finished') is False: fin = f'**did not finish** (last wrote {fin})'
         threads = p.get('runner', {}).get('threads') or p.get('threads')
-        lines.append('| ' + ' | '.join(_md_escape(x) for x in (r['seed'], st, threads or '–', p.get('device', '–'),
+        dev = p.get('device', '–') + (f", {p['cpu']}, {p['cpu_capability']}" if p.get('cpu') else '')
+        lines.append('| ' + ' | '.join(_md_escape(x) for x in (r['seed'], st, threads or '–', dev,
                                                                  p.get('torch', '–'), fin)) + ' |')
     return '\n'.join(lines)
 
@@ -437,8 +438,9 @@ def _status_cell(row, scale: str, pages: dict) -> str:
     nbs = row.notebooks.split() if isinstance(row.notebooks, str) else []
     if row.status == 'illustration': return 'illustration'
     if row.status == 'missing': return 'missing'
-    if row.status == 'reproduced':
-        return f'**reproduced**, seeds {row.seeds.replace(" ", ", ")}: ' + ', '.join(link(n) for n in nbs)
+    if row.status in ('reproduced', 'partly', 'differs', 'runs'):
+        held = f'{row.holding} of {row.claims} claims hold' if row.claims else 'no claim declared on it'
+        return f'**{row.status}**, {held}, seeds {row.seeds.replace(" ", ", ")}: ' + ', '.join(link(n) for n in nbs)
     # stale: '<nb> seed <k>: <why>' parts, grouped by reason and seeds, so notebooks with the same story share a line
     seeds: dict = {}
     for part in str(row.reasons).split(' | '):
@@ -459,10 +461,15 @@ def results_overview(pages: dict) -> str:
            'Every table and figure of the four papers, and where the package stands on each, at **tiny** scale (the '
            'Glyphs stand-in, CPU) and at **paper** scale (the papers\' data). This page is `compatrepro status` '
            '(`compatrepro.runs.status_table`) for both scales:', '',
-           '- **reproduced**: records for the item exist under `results/<scale>/records/`, and every run that wrote '
-           'them is current: its notebook\'s code, the versions of the methods and recipes it used and the records it '
-           'read are those of this checkout (from its provenance, `results/<scale>/runs/<notebook>.seed<k>.json`). '
-           'The seeds are those current runs; the link goes to the notebook page.',
+           '- **reproduced**: records for the item exist under `results/<scale>/records/`, every run that wrote '
+           'them is current (its notebook\'s code, the library code it reaches, the versions of the methods and recipes '
+           'it used and the records it read are those of this checkout: its provenance, '
+           '`results/<scale>/runs/<notebook>.seed<k>.json`), and every claim of the paper declared on its numbers holds '
+           'over the seeds. The seeds are those current runs; the link goes to the notebook page.',
+           '- **partly** / **differs**: current, and some / none of its claims hold; the claims notebook of the paper '
+           'says why each one that does not hold fails on the stand-in.',
+           '- **runs**: current, but no claim is declared on its numbers, so nothing says yet whether they show what the '
+           'paper shows.',
            '- **stale**: records exist, but some run that wrote them no longer matches the code; the reason is given. '
            '`compatrepro reproduce --scale <scale> --only <notebook> --seeds ...` makes them current again.',
            '- **missing**: no records yet.',
@@ -474,6 +481,7 @@ def results_overview(pages: dict) -> str:
         res = t[[kinds.get((r.paper, r.item)) == 'result' for r in t.itertuples()]]
         n = res.status.value_counts()
         out.append(f'- {scale} scale: **{n.get("reproduced", 0)} of {len(res)}** result tables and figures reproduced, '
+                   f'{n.get("partly", 0)} partly, {n.get("differs", 0)} differ, {n.get("runs", 0)} run without a claim, '
                    f'{n.get("stale", 0)} stale, {n.get("missing", 0)} missing')
     out.append('')
     tiny, paper = tabs['tiny'], tabs['paper']
