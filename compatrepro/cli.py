@@ -4,16 +4,20 @@
 
 # %% ../nbs/98_cli.ipynb #62297073
 from __future__ import annotations
-import argparse, sys
+import argparse, os, sys
 from pathlib import Path
 
 import pandas as pd
 
 from .core import SCALES, STANDIN_SCALES
-from .runs import check_results, reproduce, status_table
+from .runs import ITEM_STATES, check_results, item_claims, reproduce, status_table
 
 # %% auto #0
 __all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'write_readme_status', 'main']
+
+# %% ../nbs/98_cli.ipynb #994f3f1e
+from .runs import experiment_notebooks, find_nbs_dir
+from .rehearsal import failure_cause, missing_datasets, missing_message, rehearse
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 def _parse_value(v: str):
@@ -22,30 +26,43 @@ def _parse_value(v: str):
         except ValueError: pass
     return {'None': None, 'True': True, 'False': False}.get(v, v)
 
-def format_status(t: pd.DataFrame, scale: str) -> str:
-    "The status table as text, one block per paper."
+def _claims_held(claims: pd.DataFrame) -> tuple[int, int]:
+    "(holding, declared) over the distinct claims of `claims` (`item_claims` lists a claim once per item it names)."
+    c = claims.drop_duplicates(['notebook', 'claim'])
+    return int((c.verdict == 'holds').sum()), len(c)
+
+def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None) -> str:
+    "The status table as text, one block per paper: the items by state, the claims that hold, why the others do not."
     out = []
     for paper, g in t.groupby('paper', sort=False):
-        n = (g.status == 'reproduced').sum(); m = (g.status != 'illustration').sum()
-        out.append(f'\n{paper}: {n} of {m} result items reproduced at {scale} scale')
+        n = g[g.status != 'illustration'].status.value_counts()
+        held = '' if claims is None else '; {} of {} claims hold'.format(*_claims_held(claims[claims.paper == paper]))
+        out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
         for r in g.itertuples():
-            how = {'reproduced': f'reproduced (seeds {r.seeds}) by {r.notebooks}', 'stale': f'STALE ({r.notebooks}): {r.reasons}',
-                   'missing': 'missing', 'illustration': 'illustration (nothing to compute)'}[r.status]
+            held_r = f'{r.holding} of {r.claims} claims hold' if r.claims else 'no claim declared on it'
+            how = {'stale': f'STALE ({r.notebooks}): {r.reasons}', 'missing': 'missing', 'illustration': 'illustration (nothing to compute)'
+                   }.get(r.status, f'{r.status.upper() if r.status in ("partly", "differs") else r.status}: {held_r} (seeds {r.seeds}) by {r.notebooks}')
             out.append(f'  {r.item:<14} {how}')
+            if r.status in ('partly', 'differs'):
+                out += [f'      not holding: {x[:160]}' for x in r.reasons.split(' | ')]
     return '\n'.join(out).lstrip('\n')
 
 README_START, README_END = '<!-- compatrepro status: start -->', '<!-- compatrepro status: end -->'
 
 def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) -> str:
-    "Papers x result items as a markdown table: reproduced at tiny scale, at paper scale, not yet (stale counts as not yet)."
+    """Papers x result items as a markdown table: the claims that hold at tiny scale, the items by state there (see
+    `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
-    rows = ['| paper | reproduced at tiny scale (stand-in, 3 seeds) | reproduced at paper scale | not yet |', '|---|---|---|---|']
+    claims = item_claims(Path(results)/'tiny')
+    rows = ['| paper | claims that hold (tiny, stand-in, 3 seeds) | reproduced | partly | differs | runs, no claim yet | not yet (missing or stale) | reproduced at paper scale |',
+            '|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
         g = g[g.status != 'illustration']
         items = [i for _, i in g.index if not g.loc[(paper, i), 'caption'].startswith('not a numbered item')]
-        got = {s: [i for i in items if t[s].loc[(paper, i), 'status'] == 'reproduced'] for s in t}
-        rest = [i for i in items if i not in got['tiny'] and i not in got['paper']]
-        rows.append(f"| {paper} | {', '.join(got['tiny']) or '—'} | {', '.join(got['paper']) or '—'} | {', '.join(rest) or '—'} |")
+        by = lambda *states: ', '.join(i for i in items if g.loc[(paper, i), 'status'] in states) or '—'
+        paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
+        rows.append(f"| {paper} | {'{} of {}'.format(*_claims_held(claims[claims.paper == paper]))} | {by('reproduced')} | {by('partly')} | "
+                    f"{by('differs')} | {by('runs')} | {by('missing', 'stale')} | {paper_done} |")
     return '\n'.join(rows)
 
 def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'results', nbs: str|Path|None = None) -> bool:
@@ -73,6 +90,10 @@ def main(argv: list[str]|None = None) -> int:
     r.add_argument('--out', default='results', help='results folder (results/<scale>/... is written)')
     r.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     r.add_argument('--force', action='store_true', help='rerun runs that are current and finished')
+    r.add_argument('--cache', default=None, metavar='DIR',
+                   help='artifact cache of the trained models (default: $COMPATREPRO_CACHE or ~/.cache/compatrepro); an empty one retrains every model')
+    r.add_argument('--compare-with', default=None, metavar='RESULTS',
+                   help="compare each run's records with that results folder's (default: with the records the run replaces)")
     r.add_argument('-p', nargs=2, action='append', metavar=('NAME', 'VALUE'), default=[], help='extra notebook parameter')
     s = sub.add_parser('status', help='which tables and figures the results reproduce, and which are stale or missing')
     s.add_argument('--scale', default='tiny', choices=SCALES)
@@ -82,21 +103,58 @@ def main(argv: list[str]|None = None) -> int:
     s.add_argument('--min-seeds', type=int, default=3)
     s.add_argument('--markdown', action='store_true', help="print the papers x items table of the README instead")
     s.add_argument('--write-readme', metavar='README', default=None, help='write that table into README between its status markers')
+    h = sub.add_parser('rehearse', help='a dry run at paper scale: every experiment notebook on a generated tree of small fake datasets '
+                       'in the real layouts, training cut short (its numbers mean nothing)')
+    h.add_argument('--out', default=None, help='folder for the tree, its cache and its results (default: a new temporary folder; never results/)')
+    h.add_argument('--data', default=None, metavar='DIR', help='a rehearsal tree written before (default: write one under --out)')
+    h.add_argument('--device', default='cpu', help="'cpu', 'cuda', 'auto', ...")
+    h.add_argument('--only', nargs='+', default=None, help='regular expressions selecting notebooks by name')
+    h.add_argument('--jobs', type=int, default=2, help='notebooks run at once')
+    h.add_argument('--threads', type=int, default=None, help='CPU threads of each kernel (default: the cores divided among the jobs)')
+    h.add_argument('--epochs', type=int, default=1, help="training epochs of every backbone (raised to a recipe's warm-up where it must be)")
+    h.add_argument('--batch-size', type=int, default=4, help='batch size of every backbone')
+    h.add_argument('--images-per-class', type=int, default=2, help='images per class and split in the generated tree')
+    h.add_argument('--train-images-per-class', type=int, default=None,
+                   help="images per class in the tree's training folders (default: --images-per-class); 256 gives the paper-scale "
+                        "transformations of FastFill and RM their one batch of 1024 images (for a GPU)")
+    h.add_argument('--timeout', type=int, default=None, help='seconds after which a notebook is killed')
+    h.add_argument('--seed', type=int, default=0)
+    h.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     a = ap.parse_args(argv)
     try:
+        if a.cmd == 'rehearse':
+            t = rehearse(a.out, a.data, a.device, a.only, a.seed, a.epochs, a.batch_size, a.jobs, a.threads, a.images_per_class,
+                         a.timeout, a.nbs, train_images_per_class=a.train_images_per_class)
+            with pd.option_context('display.width', 200, 'display.max_colwidth', 120, 'display.max_rows', 200):
+                print(f"\nRehearsal at paper scale (its numbers mean nothing):\n{t.drop(columns='cause').to_string(index=False)}")
+            for r in t[~t.ok].itertuples(): print(f'  {r.notebook} failed: {r.cause}')
+            print(f"{int(t.ok.sum())} of {len(t)} notebook(s) ran end to end in {t.seconds.sum()/60:.1f} notebook-minutes")
+            return 0 if t.ok.all() else 1
         if a.cmd == 'status' and (a.markdown or a.write_readme):
             if a.write_readme: print('updated' if write_readme_status(a.write_readme, a.results, a.nbs) else 'unchanged', a.write_readme)
             else: print(status_markdown(a.results, a.nbs))
             return 0
         if a.cmd == 'status':
-            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale))
+            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale)))
             if not a.check: return 0
             problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
             print(f'\n{len(problems)} problem(s) with the {a.scale} results' + (':' if problems else '.'))
             for p in problems: print(f'  - {p}')
             return 1 if problems else 0
+        if a.cache: os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache).resolve())   # the notebooks' kernels inherit it
+        if a.scale == 'paper' and a.data_root:   # before anything runs: every dataset folder the notebooks read
+            nbs = experiment_notebooks(find_nbs_dir(a.nbs), a.only)
+            if (lacking := missing_datasets(nbs, a.data_root)):
+                for line in missing_message(lacking): print(f'compatrepro: {line}', file=sys.stderr)
+                have = [nb.stem for nb in nbs if not missing_datasets([nb], a.data_root)]
+                if have: print(f"compatrepro: the data of {len(have)} of the {len(nbs)} notebook(s) is there: --only {' '.join('^' + n for n in have)}", file=sys.stderr)
+                return 2
         st = reproduce(a.scale, a.seeds, a.data_root, a.only, a.device, a.out, a.nbs, a.force,
-                       {k: _parse_value(v) for k, v in a.p}, a.jobs, a.threads)
+                       {k: _parse_value(v) for k, v in a.p}, a.jobs, a.threads, compare_with=a.compare_with)
+        if (failed := sorted(k for k, v in st.items() if v)):
+            print('\nWhy each run failed (the last exception of its executed notebook):')
+            for nb, seed in failed:
+                print(f"  {nb} seed {seed}: {failure_cause(Path(a.out).resolve()/a.scale/'notebooks'/f'{nb}.seed{seed}.ipynb', st[(nb, seed)])}")
     except (ValueError, FileNotFoundError) as e:
         print(f'compatrepro: {e}', file=sys.stderr); return 2
     return 1 if any(st.values()) else 0
