@@ -345,8 +345,8 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
              train_images_per_class: int|None = None) -> pd.DataFrame:
     """Run every experiment notebook (or those `only`'s regular expressions select) at `scale='paper'` on a generated
     tree (see above), `epochs` and `batch_size` cut short, `jobs` at a time with `threads` CPU threads each, each killed
-    after `timeout` seconds if given. Returns one row per notebook: ok, seconds, epochs used, records written, the
-    dataset folders it was given, and the one-line cause of a failure."""
+    after `timeout` seconds if given. Returns one row per notebook: ok, seconds (a run again with more epochs included),
+    epochs used, records written, the dataset folders it was given, and the one-line cause of a failure."""
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix='compatrepro-rehearsal-'))
     _check_out(out)
     nbs_dir = find_nbs_dir(nbs); notebooks = experiment_notebooks(nbs_dir, only)
@@ -376,10 +376,11 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
         _mark(res, j, seed, info); done[j.nb.stem] = j
     first = [job(nb, epochs) for nb in notebooks if not is_claims_notebook(nb)]
     run_notebooks(first, jobs, threads, show=show, on_done=on_done)
-    again = []
+    again, before = [], {}
     for j in first:
         m = None if j.ok else _WARMUP.search(failure_cause(j.out, j.error))
-        if m and math.ceil(float(m.group(1))) > j.params['epochs']: again.append(job(j.nb, math.ceil(float(m.group(1)))))
+        if m and math.ceil(float(m.group(1))) > j.params['epochs']:
+            again.append(job(j.nb, math.ceil(float(m.group(1))))); before[j.nb.stem] = j.seconds
     if again:
         if show: print(f"{len(again)} notebook(s) again with epochs raised to their recipe's warm-up: {', '.join(j.nb.stem for j in again)}")
         run_notebooks(again, jobs, threads, show=show, on_done=on_done)
@@ -388,7 +389,7 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
     rows = []
     for nb in notebooks:
         j = done[nb.stem]; rec = res/'records'/f'{nb.stem}.seed{seed}.csv'
-        rows.append(dict(notebook=nb.stem, ok=bool(j.ok), seconds=round(j.seconds, 1), epochs=j.params['epochs'],
+        rows.append(dict(notebook=nb.stem, ok=bool(j.ok), seconds=round(j.seconds + before.get(nb.stem, 0), 1), epochs=j.params['epochs'],
                          records=len(pd.read_csv(rec)) if rec.exists() else 0, datasets=' '.join(needs[nb.stem]),
                          cause='' if j.ok else failure_cause(j.out, j.error)))
     table = pd.DataFrame(rows)
