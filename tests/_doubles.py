@@ -1,6 +1,8 @@
 """Test doubles shared by the pytest tests (imported as `from _doubles import ...`: pytest puts tests/ on the path)."""
 import numpy as np, torch
 
+from compatrepro.train import BackboneSpec
+
 
 class TinyDataset:
     "A minimal in-memory dataset with the stand-in's contract (for checks): N images, labels = i % C."
@@ -15,3 +17,19 @@ class TinyDataset:
     def augment(self, x, generator=None):
         return (x.float()/255 + 0.01*torch.randn(x.shape, generator=generator, device=generator.device if generator is not None else 'cpu').to(x.device))
     def __getitem__(self, i): return self.normalize(self.images[i:i+1])[0], int(self.labels[i])
+
+
+class HalfClassesSplit(TinyDataset):
+    "A synthetic split: 'imagenet-500' holds classes 0-1 of 4 (the old model knows half the classes), any other all 4."
+    def __init__(self, name, part):
+        super().__init__(n=32, c=4, size=16, seed=0 if part == 'train' else 1)
+        if name == 'imagenet-500':
+            keep = self.labels < 2
+            self.images, self.labels = self.images[torch.from_numpy(keep)], self.labels[keep]
+            self.classes = np.unique(self.labels)
+
+
+def small_backbone_spec(split, **kw):
+    "A one-epoch ResNet-18 spec with an 8-d embedding: trains in a second on `HalfClassesSplit`."
+    return BackboneSpec(**dict(split=split, scale='tiny', seed=0, arch='resnet18', emb_dim=8, epochs=1, batch_size=8,
+                               lr=0.4, warmup_epochs=0) | kw)

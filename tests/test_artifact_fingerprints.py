@@ -26,29 +26,14 @@ from compatrepro import pipeline as P
 from compatrepro import train as T
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _doubles import TinyDataset   # noqa: E402
+from _doubles import HalfClassesSplit, small_backbone_spec   # noqa: E402
 
 FILE = Path(__file__).with_name('artifact_fingerprints.json')
 ATOL = 1e-3
 
 
-class _Split(TinyDataset):
-    "'imagenet-500' holds classes 0-1 of 4, any other split all 4 (the old model knows half the classes)."
-    def __init__(self, name, part):
-        super().__init__(n=32, c=4, size=16, seed=0 if part == 'train' else 1)
-        if name == 'imagenet-500':
-            keep = self.labels < 2
-            self.images, self.labels = self.images[torch.from_numpy(keep)], self.labels[keep]
-            self.classes = np.unique(self.labels)
-
-
-def _b(split, **kw):
-    return T.BackboneSpec(**dict(split=split, scale='tiny', seed=0, arch='resnet18', emb_dim=8, epochs=1, batch_size=8,
-                                 lr=0.4, warmup_epochs=0) | kw)
-
-
-OLD, NEW = _b('imagenet-500'), _b('imagenet-1k', seed=1)
-PROBE = _Split('imagenet-1k', 'eval')
+OLD, NEW = small_backbone_spec('imagenet-500'), small_backbone_spec('imagenet-1k', seed=1)
+PROBE = HalfClassesSplit('imagenet-1k', 'eval')
 
 
 def _round(x) -> list:
@@ -85,11 +70,11 @@ def fingerprints(cache_dir) -> dict:
     out = {}
     with using_context(RunContext(cache=cache_dir, device='cpu', progress=False)):
         real = P.get_split
-        P.get_split = lambda name, part, scale='tiny', data_root=None, seed=0, **kw: _Split(name, part)
+        P.get_split = lambda name, part, scale='tiny', data_root=None, seed=0, **kw: HalfClassesSplit(name, part)
         try:
             out['backbone old'] = backbone_fingerprint(OLD)
             for m in T.COMPAT_METHODS:
-                out[f'backbone {m}'] = backbone_fingerprint(_b('imagenet-1k', compat=T.CompatSpec(m, OLD, weight=1.0, tau=0.5)))
+                out[f'backbone {m}'] = backbone_fingerprint(small_backbone_spec('imagenet-1k', compat=T.CompatSpec(m, OLD, weight=1.0, tau=0.5)))
             for o in T.FASTFILL_OBJECTIVES + T.RM_OBJECTIVES:
                 spec = T.transformation_spec(OLD, NEW, o, epochs=2, batch_size=8, inner_dim=16, hidden=16, lr=1e-2,
                                              **(dict(rho_blocks=2) if o == 'mcl' else {}))

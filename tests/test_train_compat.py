@@ -5,31 +5,16 @@ from compatrepro.core import RunContext, using_context
 from compatrepro.models import load_model, load_transformation
 from compatrepro import pipeline as P
 from compatrepro import train as T
-from _doubles import TinyDataset
+from _doubles import HalfClassesSplit, small_backbone_spec
 
 
 pytestmark = pytest.mark.usefixtures('one_thread')
 
 
-class _Split(TinyDataset):
-    "A synthetic split: 'imagenet-500' holds classes 0-1 of 4, anything else all 4."
-    def __init__(self, name, part):
-        super().__init__(n=32, c=4, size=16, seed=0 if part == 'train' else 1)
-        if name == 'imagenet-500':
-            keep = self.labels < 2
-            self.images, self.labels = self.images[torch.from_numpy(keep)], self.labels[keep]
-            self.classes = np.unique(self.labels)
-
-
 @pytest.fixture
 def fake_data(monkeypatch):
     "The pipeline's data (it imports get_split by name: that is the name to replace)."
-    monkeypatch.setattr(P, 'get_split', lambda name, part, scale='tiny', data_root=None, seed=0, **kw: _Split(name, part))
-
-
-def _b(split, **kw):
-    return T.BackboneSpec(**dict(split=split, scale='tiny', seed=0, arch='resnet18', emb_dim=8, epochs=1, batch_size=8,
-                                 lr=0.4, warmup_epochs=0) | kw)
+    monkeypatch.setattr(P, 'get_split', lambda name, part, scale='tiny', data_root=None, seed=0, **kw: HalfClassesSplit(name, part))
 
 
 @pytest.fixture(scope='module')
@@ -56,8 +41,8 @@ def trainings(monkeypatch, ctx):
 
 @pytest.mark.parametrize('method', T.COMPAT_METHODS)
 def test_compatible_training_runs(method, fake_data, ctx, trainings):
-    old = _b('imagenet-500')
-    spec = _b('imagenet-1k', compat=T.CompatSpec(method, old, weight=1.0, tau=0.5))
+    old = small_backbone_spec('imagenet-500')
+    spec = small_backbone_spec('imagenet-1k', compat=T.CompatSpec(method, old, weight=1.0, tau=0.5))
     art = P.cached_backbone(spec)
     assert ('backbone', T.backbone_key(old)) in ctx.cache           # the old model was trained and cached first
     new_runs = [t for t in trainings if t['method'] == method]
@@ -71,14 +56,14 @@ def test_compatible_training_runs(method, fake_data, ctx, trainings):
     m = load_model(art)
     assert m.class_ids.tolist() == [0, 1, 2, 3]
     # the compat term changed training: same spec without it gives other weights
-    plain = P.cached_backbone(_b('imagenet-1k'))
+    plain = P.cached_backbone(small_backbone_spec('imagenet-1k'))
     assert not torch.equal(art['model']['state_dict']['embedding.weight'], plain['model']['state_dict']['embedding.weight'])
 
 
 def test_old_model_is_trained_once(fake_data, ctx, trainings):
     "Two compat specs with the same old model (and a cache hit on the old model itself) train it at most once."
-    old = _b('imagenet-500', seed=3)
-    for m in ('l2', 'bct'): P.cached_backbone(_b('imagenet-1k', seed=3, compat=T.CompatSpec(m, old)))
+    old = small_backbone_spec('imagenet-500', seed=3)
+    for m in ('l2', 'bct'): P.cached_backbone(small_backbone_spec('imagenet-1k', seed=3, compat=T.CompatSpec(m, old)))
     P.cached_backbone(old)
     assert [t['split'] for t in trainings] == ['imagenet-500', 'imagenet-1k', 'imagenet-1k'], trainings
     assert [t['method'] for t in trainings] == [None, 'l2', 'bct']
@@ -86,7 +71,7 @@ def test_old_model_is_trained_once(fake_data, ctx, trainings):
 
 @pytest.mark.parametrize('objective,extra', [('l2+disc+uncert', {}), ('disc', {}), ('mcl', dict(rho_blocks=2)), ('rqt', {})])
 def test_transformation_trains_and_resumes(objective, extra, fake_data, ctx, tmp_path, monkeypatch):
-    old, new = _b('imagenet-500'), _b('imagenet-1k', seed=1)
+    old, new = small_backbone_spec('imagenet-500'), small_backbone_spec('imagenet-1k', seed=1)
     spec = T.transformation_spec(old, new, objective, epochs=6, batch_size=8, inner_dim=16, hidden=16, lr=1e-2, **extra)
     art = P.cached_transformation(spec)
     assert ('transformation', T.transformation_key(spec)) in ctx.cache
