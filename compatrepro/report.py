@@ -198,11 +198,11 @@ def module_definitions(source: str, module: str) -> list[Definition]:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names = [s.name]
         elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             names = [n for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) for n in _target_names(t)]
+            if names == ['__all__']: continue   # nbdev's export list
         else: names = []
-        names = [n for n in names if n != '__all__']
         if names: named.append((names, s))
-        elif not (isinstance(s, ast.Assign) and _target_names(s.targets[0]) == ['__all__']): other.append(s)
-    stmts = [Definition(module, f'<statement {code_digest(s)}>', code_digest(s), frozenset(names_used(s))) for s in other]
+        else: other.append(s)
+    stmts = [Definition(module, f'<statement {dg}>', dg, frozenset(names_used(s))) for s in other for dg in [code_digest(s)]]
     extra = frozenset(d.name for d in stmts)
     return stmts + [Definition(module, n, code_digest(s), frozenset(names_used(s)) | extra) for names, s in named for n in names]
 
@@ -212,7 +212,7 @@ def library_definitions(pkg_dir: str|Path|None = None) -> dict[str, list[Definit
     "Every top-level definition of the package in `pkg_dir` (default: this one), by name (a name two modules define has two)."
     pkg_dir = Path(pkg_dir or Path(compatrepro.__file__).parent).resolve()
     files = [f for f in sorted(pkg_dir.glob('*.py')) if f.stem not in LIBRARY_MODULES_SKIPPED]
-    key = (str(pkg_dir), tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    key = (str(pkg_dir), tuple((f.name, st.st_mtime_ns, st.st_size) for f in files for st in [f.stat()]))
     if key not in _DEFINITIONS:
         out = {}
         for f in files:
