@@ -7,6 +7,7 @@ noise JPEGs costs a little more than natural photos.
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200           # one GPU
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --compat ract
     torchrun --nproc_per_node=1 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200   # DDP
+    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --synthetic   # without the data path
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0   # a CPU smoke run
 
 It trains two epochs of `--steps` steps each and prints the images per second of each; the second is the steady rate
@@ -36,6 +37,21 @@ def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0) -> 
     return root
 
 
+class Synthetic:
+    """`n` random uint8 images of `ds`'s classes and size, held in memory and fed through `iter_batches`' tensor path
+    (copied to the device per batch, scaled there, no decoding or augmentation): the step's cost without the data path."""
+    def __init__(self, ds, n, pool: int = 512):
+        g = torch.Generator().manual_seed(0)
+        h, w = ds.image_size if isinstance(ds.image_size, tuple) else (ds.image_size, ds.image_size)
+        x = torch.randint(0, 256, (pool, 3, h, w), dtype=torch.uint8, generator=g)
+        self.x, self.y = x[torch.arange(n) % pool], torch.randint(0, len(ds.classes), (n,), generator=g)
+        self.classes, self.image_size = ds.classes, ds.image_size
+    def __len__(self): return len(self.y)
+    def tensors(self): return self.x, self.y
+    def augment(self, x, generator=None): return x.float()/255
+    def normalize(self, x): return x.float()/255
+
+
 class Repeated(torch.utils.data.Dataset):
     """`ds` read cyclically, in a fixed shuffled order so that any `n` items mix the classes, up to `n` items (the images
     stay in the page cache; decoding and augmentation run each time)."""
@@ -54,6 +70,7 @@ def main():
     ap.add_argument('--compat', choices=('none', 'bct', 'ract'), default='none',
                     help="train against an old model (a 1-epoch ResNet of --arch on the first half of the classes)")
     ap.add_argument('--classes', type=int, default=10); ap.add_argument('--per-class', type=int, default=32)
+    ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
     ap.add_argument('--device', default='auto'); ap.add_argument('--out', default=None)
     a = ap.parse_args()
     rank, world = int(os.environ.get('RANK', '0')), int(os.environ.get('WORLD_SIZE', '1'))
@@ -65,7 +82,7 @@ def main():
         while not done.exists(): time.sleep(0.5)   # the other ranks wait for rank 0's tree
         root = str(tmp/'data')
         ctx = RunContext(cache=tmp/'cache', device=a.device, data_root=root, workers=a.workers, progress=rank == 0)
-        small = dict(arch=a.arch, batch_size=a.batch, epochs=2, warmup_epochs=0)
+        small = dict(arch=a.arch, batch_size=a.batch, epochs=2, warmup_epochs=0, lr=1e-3)   # a low rate: random data at the recipe's rate without its warm-up diverges, and speed does not depend on it
         spec = T.backbone_spec('imagenet-1k', 'paper', seed=0, **small)
         if a.compat != 'none':   # the old model trains first, on the small tree as it is (not timed)
             old = T.backbone_spec('imagenet-500', 'paper', seed=0, **dict(small, epochs=1, batch_size=min(a.batch, 8*world)))
@@ -74,7 +91,7 @@ def main():
         if a.compat == 'bct' and a.steps*a.batch < len(pool):
             raise SystemExit(f"--compat bct synthesizes classifier rows from every class's images, so the {a.steps} steps of "
                              f"{a.batch} must cover the tree's {len(pool)} images: raise --steps or lower --per-class")
-        ds = Repeated(pool, a.steps*a.batch)
+        ds = Synthetic(pool, a.steps*a.batch) if a.synthetic else Repeated(pool, a.steps*a.batch)
         old = get_backbone(spec.compat.old, ctx=ctx) if spec.compat is not None else None   # trained here, not timed
         art = T.train_backbone(spec, ds, old, device=a.device, num_workers=a.workers, show_progress=rank == 0)
     finally:
@@ -84,6 +101,7 @@ def main():
     dev = get_device(a.device)
     rates = [a.steps*a.batch/h['seconds'] for h in art['history']]
     res = dict(arch=a.arch, global_batch=a.batch, steps_per_epoch=a.steps, compat=a.compat,
+               data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation',
                processes=world, workers=a.workers if a.workers is not None else min(8, os.cpu_count() or 1),
                device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f'cpu ({os.cpu_count()} cores)',
                amp=('bf16' if torch.cuda.is_bf16_supported() else 'fp16') if dev.type == 'cuda' else 'off (fp32)',
