@@ -73,6 +73,8 @@ def main():
     ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
     ap.add_argument('--device', default='auto'); ap.add_argument('--out', default=None)
     a = ap.parse_args()
+    if a.synthetic and a.compat != 'none':
+        ap.error('--synthetic times the plain step (the compatibility terms read images from the tree): drop --compat or --synthetic')
     rank, world = int(os.environ.get('RANK', '0')), int(os.environ.get('WORLD_SIZE', '1'))
     # one folder for all processes of a torchrun launch (they share MASTER_PORT), removed at the end
     tmp = Path(tempfile.gettempdir())/f"compatrepro_bench_{os.environ.get('MASTER_PORT', os.getpid())}"
