@@ -2,7 +2,7 @@
 
 For each seed it trains the old model (ImageNet-500 stand-in) and the new model (ImageNet-1k stand-in) with the tiny
 recipe (Adam, the recipe's learning rate and batch) for `--epochs` epochs of one schedule, with independent initial
-weights (`init='spec'`), and after every epoch measures retrieval top-1 on the ImageNet-1k stand-in's evaluation
+weights (drawn per model, `init_seed`), and after every epoch measures retrieval top-1 on the ImageNet-1k stand-in's evaluation
 images (query = gallery, leave-one-out), as the experiment notebooks do. At the end it measures new/old (new queries
 against the old gallery: the independent, incompatible baseline) and the seconds per epoch. The stand-in's knobs
 (`GlyphConfig` fields) are flags, so that candidate regimes can be compared before one is chosen:
@@ -24,11 +24,14 @@ import torch
 
 
 def knob_args(p: argparse.ArgumentParser):
+    "A flag for each knob of `GlyphConfig` that is a number or a (low, high) pair (not `class_seed`, not the class table)."
     from compatrepro.glyphs import GlyphConfig
     for f in fields(GlyphConfig):
-        if f.name in ('class_seed',): continue
-        if isinstance(f.default, tuple): p.add_argument('--' + f.name.replace('_', '-'), type=float, nargs=2, default=None)
-        else: p.add_argument('--' + f.name.replace('_', '-'), type=type(f.default), default=None)
+        if f.name == 'class_seed': continue
+        if isinstance(f.default, tuple) and len(f.default) == 2:
+            p.add_argument('--' + f.name.replace('_', '-'), type=float, nargs=2, default=None)
+        elif isinstance(f.default, (int, float, str)):
+            p.add_argument('--' + f.name.replace('_', '-'), type=type(f.default), default=None)
 
 
 def summary(paths) -> str:
@@ -94,7 +97,7 @@ def main(argv=None):
         final = {}
         for name in a.models:
             ds = get_split(splits[name], 'train', 'tiny', config=cfg)
-            over = dict(arch=a.arch, epochs=a.epochs, init='spec', augment=a.augment)
+            over = dict(arch=a.arch, epochs=a.epochs, augment=a.augment)
             if a.batch_size: over['batch_size'] = a.batch_size
             if a.lr: over['lr'] = a.lr
             if a.embedding: over['embedding'] = a.embedding

@@ -160,7 +160,7 @@ def backfill_curve(query, gallery_old, gallery_new, query_labels, gallery_labels
     query: $\\phi_{new}(\\mathcal{Q})$ (m, d). gallery_old: $\\phi_{old}(\\mathcal{G})$ or $h(\\phi_{old}(\\mathcal{G}))$ (n, d).
     gallery_new: $\\phi_{new}(\\mathcal{G})$ (n, d). order: permutation $\\pi$ of range(n), first backfilled first.
     fractions: $\\alpha$ values in [0, 1]; $\\lfloor\\alpha n\\rfloor$ items of `order` are new (FastFill 5.1).
-    metrics: 'top<k>', 'mAP', 'mAP@<k>', 'rmAP[@<k>]' (with `relevance`), 'NFR@<k>' (needs `reference_hits`,
+    metrics: 'top<k>', 'mAP', 'mAP@<k>', 'rmAP' (with `relevance`), 'NFR@<k>' (needs `reference_hits`,
     e.g. old-old `retrieval_hits`; RACT eq. 12), 'pos_flips@<k>' / 'neg_flips@<k>' (percent of queries, against the
     0 % point unless `reference_hits` is given; FastFill App. D).
     query_old: the old-compatible query embedding; given, the curve is RM's rank merge (eqs. 3-5).

@@ -10,11 +10,11 @@ from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
 from .pipeline import get_features
 from .metrics import template_features, template_labels, pair_verification, open_set_search, is_compatible, update_gain
 from .backfill import class_backfill_search
+from .report import paper_value
 
 # %% auto #0
-__all__ = ['BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT', 'BCT_HEADLINE', 'STANDIN_FACE_POINTS', 'rate_tag', 'face_features',
-           'face_data', 'face_test', 'compatibility', 'face_backfill', 'face_points', 'record_compatibility',
-           'update_gains']
+__all__ = ['BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT', 'BCT_HEADLINE', 'rate_tag', 'face_features', 'face_data', 'face_test',
+           'compatibility', 'face_backfill', 'face_points', 'record_compatibility', 'update_gains']
 
 # %% ../nbs/16_bct.ipynb #81b1ee86
 BCT_FARS = (1e-5, 1e-4, 1e-3, 1e-2)   # BCT App. C, Table 8 (b): TAR@FAR
@@ -65,9 +65,9 @@ def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FP
 def compatibility(m_new_old: float, m_old_old: float, m_new_new: float|None = None) -> dict:
     r"""BCT eq. 2 ($M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$: 1, else 0), the absolute gain and, given the
     paragon `m_new_new`, eq. 9's update gain (percent) of one metric; the update gain is left out where the paragon
-    equals $(\phi_{old}, \phi_{old})$ (eq. 9 is undefined)."""
+    does not beat $(\phi_{old}, \phi_{old})$ (it is the gain's upper bound, sec. 2.3: eq. 9 means nothing below it)."""
     out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
-    if m_new_new is not None and m_new_new != m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
+    if m_new_new is not None and m_new_new > m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
     return out
 
 def face_backfill(probe: dict, old: dict, new: dict, data: dict, seed: int = 0, fpirs=BCT_FPIRS) -> pd.DataFrame:
@@ -79,45 +79,56 @@ def face_backfill(probe: dict, old: dict, new: dict, data: dict, seed: int = 0, 
     curve = class_backfill_search(Pq, pl, Go, Gn, gl, parts, seed=seed, fpir=fpirs)
     return curve.rename(columns={f'TPIR@FPIR={r:g}': f'TPIR@FPIR={rate_tag(r)}' for r in fpirs})
 
-BCT_HEADLINE = ['TAR@FAR=1e-4', 'TPIR@FPIR=1e-2']      # the operating points of BCT's main tables (1, 2, 3, 4)
-STANDIN_FACE_POINTS = ['TAR@FAR=1e-2', 'TPIR@FPIR=1e-1']   # the smallest rates the tiny IJB-C stand-in resolves
+BCT_HEADLINE = ['TAR@FAR=1e-4', 'TPIR@FPIR=1e-2']      # the operating points of BCT's main tables (1, 2, 3, 4) and text
 
 def face_points(params: ExperimentParams, data: dict) -> dict:
     r"""The operating points of a BCT face notebook: `allowed` (false accepts / alarms each of BCT's rates rests on, on
-    `data`), `resolved` (those with at least `RESOLVED_AT`), `recorded` (BCT's headline points, the stand-in's resolved
-    ones and rank-1: every scale records the same) and `claims` (the points claims are checked on: the stand-in's on
-    the stand-in, BCT's own at paper scale, and rank-1). At tiny scale it checks that the stand-in still resolves them."""
+    `data`), `resolved` (those with at least `RESOLVED_AT`), `recorded` (the points of BCT's Tables 1-4, recorded at
+    every scale) and `claims` (the points claims rest on: BCT's headline points, which its text argues from). At tiny
+    scale it checks that the stand-in resolves them; smoke runs the same code on a slice that resolves nothing."""
     c = ijbc_protocol_counts(data['query'], data['gallery'], data['eval'])
     allowed = {**{f'TAR@FAR={rate_tag(r)}': a for r, a in false_alarms_allowed(c['impostor'], BCT_FARS).items()},
                **{f'TPIR@FPIR={rate_tag(r)}': a for r, a in
                   false_alarms_allowed(min(c['non_mated_G1'], c['non_mated_G2']), BCT_FPIRS).items()}}
     resolved = [k for k, a in allowed.items() if a >= RESOLVED_AT]
-    if params.scale == 'tiny' and not set(STANDIN_FACE_POINTS) <= set(resolved):
-        raise ValueError(f"the tiny IJB-C stand-in no longer resolves {STANDIN_FACE_POINTS} ({allowed}): see 03_data")
-    return dict(counts=c, allowed=allowed, resolved=resolved, recorded=BCT_HEADLINE + STANDIN_FACE_POINTS + ['rank1'],
-                claims=(STANDIN_FACE_POINTS if params.standin else BCT_HEADLINE) + ['rank1'])
+    if params.scale == 'tiny' and not set(BCT_HEADLINE) <= set(resolved):
+        raise ValueError(f"the tiny IJB-C stand-in does not resolve BCT's headline points {BCT_HEADLINE} "
+                         f"(false accepts / alarms allowed: {allowed}; each needs {RESOLVED_AT}): see 03_data")
+    return dict(counts=c, allowed=allowed, resolved=resolved, recorded=list(BCT_HEADLINE), claims=list(BCT_HEADLINE))
 
-def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: list):
+def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: list, paragons: dict|None = None):
     """Record, under `item`, each test of `tests` ({pair name: `face_test` result}) at `metrics`, and for each pair of
     `pairs` ({pair name: its reference pair's name}) eq. 2's verdict and the absolute gain over the reference
-    (`compatible (<metric>)`, `absolute gain (<metric>)`; eq. 9's update gain is a ratio of means, see `update_gains`)."""
+    (`compatible (<metric>)`, `absolute gain (<metric>)`); for the pairs of `paragons` ({pair name: its paragon pair's
+    name}: those the paper gives an update gain for) eq. 9's update gain of this seed (`update gain (<metric>)`,
+    left out where the paragon does not beat the reference: see `compatibility`)."""
+    paragons = paragons or {}
     for name, t in tests.items():
         for m in metrics: book.add(item, name, m, t[m])
     for name, ref in pairs.items():
         for m in metrics:
-            for k, v in compatibility(tests[name][m], tests[ref][m]).items(): book.add(item, name, f'{k} ({m})', v)
+            top = tests[paragons[name]][m] if name in paragons else None
+            for k, v in compatibility(tests[name][m], tests[ref][m], top).items(): book.add(item, name, f'{k} ({m})', v)
 
 def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
-    r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), computed from
-    the means over every seed recorded so far under `item` (ours) and from the paper's numbers (the paper's), per metric;
-    NaN where a number is missing or the paragon does not beat the reference (eq. 9 is undefined)."""
+    r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), per metric:
+    ours from the means over every seed recorded so far under `item`, NaN where the means fail eq. 2 (BCT sec. 3.3:
+    "the update gain is only valid when Eq. (2) is satisfied") or the paragon does not beat the reference; the paper's
+    as it prints it (`update gain (<metric>)` in `docs/paper_values.csv`), NaN where it prints none."""
     S = book.summary().query("item == @item and scale == @book.params.scale").set_index(['method', 'metric'])
-    def one(col, name, ref, top, m):
-        try: v = [S.loc[(k, m), col] for k in (name, ref, top)]
+    def ours(name, ref, top, m):
+        try: v = [S.loc[(k, m), 'mean'] for k in (name, ref, top)]
         except KeyError: return np.nan
-        return np.nan if any(pd.isna(x) for x in v) else compatibility(*v).get('update gain', np.nan)
-    out = {(who, m): {name: one(col, name, ref, top, m) for name, (ref, top) in pairs.items()}
-           for who, col in (('ours', 'mean'), ('paper', 'paper_value')) for m in metrics}
+        if any(pd.isna(x) for x in v) or not v[0] > v[1]: return np.nan
+        return compatibility(*v).get('update gain', np.nan)
+    def printed(name, m):
+        v = paper_value(book.paper, item, name, f'update gain ({m})')
+        return np.nan if v is None else v
+    out = {}
+    for m in metrics:
+        out[('ours', m)] = {name: ours(name, ref, top, m) for name, (ref, top) in pairs.items()}
+        out[('paper', m)] = {name: printed(name, m) for name in pairs}
     seeds = sorted(set(' '.join(S.seeds).split())) if len(S) else []
-    print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, beside the paper's")
+    print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, "
+          f"beside the paper's printed numbers")
     return pd.DataFrame(out).round(2)

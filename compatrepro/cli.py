@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from .core import SCALES, STANDIN_SCALES
-from .runs import ITEM_STATES, check_results, item_claims, reproduce, status_table
+from .runs import ITEM_STATES, check_results, item_claims, premise_text, reproduce, run_hours_text, status_table
 
 # %% auto #0
 __all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'write_readme_status', 'main']
@@ -20,26 +20,48 @@ from .runs import experiment_notebooks, find_nbs_dir
 from .rehearsal import failure_cause, missing_datasets, missing_message, rehearse
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
+def _batch(v: str) -> int|None:
+    "A rehearsal's --batch-size: a positive integer, or 'recipe' (None: each recipe's own)."
+    if v == 'recipe': return None
+    try: b = int(v)
+    except ValueError: b = 0
+    if b < 1: raise argparse.ArgumentTypeError(f"{v!r}: give a positive integer, or 'recipe' for each recipe's own batch")
+    return b
+
 def _parse_value(v: str):
     for f in (int, float):
         try: return f(v)
         except ValueError: pass
     return {'None': None, 'True': True, 'False': False}.get(v, v)
 
-def _claims_held(claims: pd.DataFrame) -> tuple[int, int]:
-    "(holding, declared) over the distinct claims of `claims` (`item_claims` lists a claim once per item it names)."
-    c = claims.drop_duplicates(['notebook', 'claim'])
+def _claims_held(claims: pd.DataFrame, kind: str = 'finding') -> tuple[int, int]:
+    """(holding, declared) over the distinct claims of `kind` in `claims` (`item_claims` lists a claim once per item it
+    names): findings, or checks."""
+    c = claims[claims.kind == kind].drop_duplicates(['notebook', 'claim'])
     return int((c.verdict == 'holds').sum()), len(c)
 
+def _held_text(claims: pd.DataFrame) -> str:
+    "'h of n findings hold', and the checks apart ('; checks h/n') where there are any."
+    (h, n), (ch, cn) = _claims_held(claims), _claims_held(claims, 'check')
+    return f'{h} of {n}' + (f'; checks {ch}/{cn}' if cn else '')
+
+def _verdicts_file(nbs) -> Path:
+    "The expected verdicts of the repository whose notebooks are `nbs`."
+    return find_nbs_dir(nbs).parent/'docs'/'expected_verdicts.csv'
+
 def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None) -> str:
-    "The status table as text, one block per paper: the items by state, the claims that hold, why the others do not."
+    """The status table as text, one block per paper: the items by state, the findings that hold (the checks apart),
+    why the others do not."""
     out = []
     for paper, g in t.groupby('paper', sort=False):
         n = g[g.status != 'illustration'].status.value_counts()
-        held = '' if claims is None else '; {} of {} claims hold'.format(*_claims_held(claims[claims.paper == paper]))
+        mine = None if claims is None else claims[claims.paper == paper]
+        held = '' if mine is None else ('; {} of {} findings hold'.format(*_claims_held(mine))
+                                        + ''.join(f' (checks {ch}/{cn})' for ch, cn in [_claims_held(mine, 'check')] if cn))
         out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
         for r in g.itertuples():
-            held_r = f'{r.holding} of {r.claims} claims hold' if r.claims else 'no claim declared on it'
+            held_r = (f'{r.holding} of {r.claims} findings hold' if r.claims else 'no finding declared on it') + \
+                     (f', checks {r.checks_holding}/{r.checks}' if r.checks else '')
             how = {'stale': f'STALE ({r.notebooks}): {r.reasons}', 'missing': 'missing', 'illustration': 'illustration (nothing to compute)'
                    }.get(r.status, f'{r.status.upper() if r.status in ("partly", "differs") else r.status}: {held_r} (seeds {r.seeds}) by {r.notebooks}')
             out.append(f'  {r.item:<14} {how}')
@@ -50,20 +72,20 @@ def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None)
 README_START, README_END = '<!-- compatrepro status: start -->', '<!-- compatrepro status: end -->'
 
 def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) -> str:
-    """Papers x result items as a markdown table: the claims that hold at tiny scale, the items by state there (see
-    `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
+    """Papers x result items as a markdown table: the paper's findings that hold at tiny scale (the checks apart), the
+    items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
-    claims = item_claims(Path(results)/'tiny')
-    rows = ['| paper | claims that hold (tiny, stand-in, 3 seeds) | reproduced | partly | differs | runs, no claim yet | not yet (missing or stale) | reproduced at paper scale |',
+    claims = item_claims(Path(results)/'tiny', _verdicts_file(nbs))
+    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | reproduced | partly | differs | runs, no finding yet | not yet (missing or stale) | reproduced at paper scale |',
             '|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
         g = g[g.status != 'illustration']
         items = [i for _, i in g.index if not g.loc[(paper, i), 'caption'].startswith('not a numbered item')]
         by = lambda *states: ', '.join(i for i in items if g.loc[(paper, i), 'status'] in states) or '—'
         paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
-        rows.append(f"| {paper} | {'{} of {}'.format(*_claims_held(claims[claims.paper == paper]))} | {by('reproduced')} | {by('partly')} | "
+        rows.append(f"| {paper} | {_held_text(claims[claims.paper == paper])} | {by('reproduced')} | {by('partly')} | "
                     f"{by('differs')} | {by('runs')} | {by('missing', 'stale')} | {paper_done} |")
-    return '\n'.join(rows)
+    return '\n'.join(rows) + '\n\n' + premise_text(results, 'tiny') + '\n\n' + run_hours_text(results, 'tiny')
 
 def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'results', nbs: str|Path|None = None) -> bool:
     "Put `status_markdown` between the README's status markers; True if the README changed."
@@ -112,19 +134,24 @@ def main(argv: list[str]|None = None) -> int:
     h.add_argument('--jobs', type=int, default=2, help='notebooks run at once')
     h.add_argument('--threads', type=int, default=None, help='CPU threads of each kernel (default: the cores divided among the jobs)')
     h.add_argument('--epochs', type=int, default=1, help="training epochs of every backbone (raised to a recipe's warm-up where it must be)")
-    h.add_argument('--batch-size', type=int, default=4, help='batch size of every backbone')
+    h.add_argument('--batch-size', type=_batch, default=4, help="batch size of every backbone, or 'recipe': each recipe's own "
+                   "batch with the learning rate it pairs with it (on a GPU)")
     h.add_argument('--images-per-class', type=int, default=2, help='images per class and split in the generated tree')
     h.add_argument('--train-images-per-class', type=int, default=None,
-                   help="images per class in the tree's training folders (default: --images-per-class); 256 gives the paper-scale "
-                        "transformations of FastFill and RM their one batch of 1024 images (for a GPU)")
+                   help="images per class in the tree's training folders (default: --images-per-class); a rehearsal with "
+                        "--batch-size 1024 (the recipes', on a GPU) needs every training split to hold a batch: 1024 does")
     h.add_argument('--timeout', type=int, default=None, help='seconds after which a notebook is killed')
+    h.add_argument('--image-size', type=int, default=None, help="side in pixels of every backbone's input (default: the recipes' "
+                   "224, 112 for faces); CI rehearses at 64")
+    h.add_argument('--width', type=int, default=None, help="base width of every ResNet (default: torchvision's 64); CI rehearses at 16")
     h.add_argument('--seed', type=int, default=0)
     h.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     a = ap.parse_args(argv)
     try:
         if a.cmd == 'rehearse':
             t = rehearse(a.out, a.data, a.device, a.only, a.seed, a.epochs, a.batch_size, a.jobs, a.threads, a.images_per_class,
-                         a.timeout, a.nbs, train_images_per_class=a.train_images_per_class)
+                         a.timeout, a.nbs, train_images_per_class=a.train_images_per_class, image_size=a.image_size,
+                         width=a.width)
             with pd.option_context('display.width', 200, 'display.max_colwidth', 120, 'display.max_rows', 200):
                 print(f"\nRehearsal at paper scale (its numbers mean nothing):\n{t.drop(columns='cause').to_string(index=False)}")
             for r in t[~t.ok].itertuples(): print(f'  {r.notebook} failed: {r.cause}')
@@ -135,7 +162,8 @@ def main(argv: list[str]|None = None) -> int:
             else: print(status_markdown(a.results, a.nbs))
             return 0
         if a.cmd == 'status':
-            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale)))
+            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _verdicts_file(a.nbs))))
+            if a.scale == 'tiny': print('\n' + premise_text(a.results, a.scale) + '\n' + run_hours_text(a.results, a.scale))
             if not a.check: return 0
             problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
             print(f'\n{len(problems)} problem(s) with the {a.scale} results' + (':' if problems else '.'))

@@ -53,6 +53,8 @@ class ExperimentParams:
     epochs: int|None = None       # override of the training epochs
     batch_size: int|None = None   # override of the batch size
     ract_lrs: str|tuple|None = None  # learning rates of FastFill's RACT sweep ('1e-4,1e-3'); None = the scale's default
+    image_size: int|None = None   # paper scale: side in pixels of every backbone's input (a rehearsal's 64); None = the recipe's
+    width: int|None = None        # paper scale: every ResNet's base width (a rehearsal's 16); None = torchvision's 64
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -65,6 +67,12 @@ class ExperimentParams:
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"{k} must be a positive integer, got {v!r}")
         if self.ract_lrs is not None: self.ract_lrs = parse_lrs(self.ract_lrs)
+        for k, least in (('image_size', 8), ('width', 1)):   # a rehearsal's cuts of the paper-scale backbones
+            v = getattr(self, k)
+            if v is None: continue
+            if self.scale != 'paper': raise ValueError(f"{k}={v!r} is for scale='paper' (the stand-in's backbones are fixed); leave it out")
+            if int(v) < least: raise ValueError(f"{k} must be an integer of at least {least}, got {v!r}")
+            setattr(self, k, int(v))
         if self.out_dir is None: self.out_dir = str(default_out_dir())
 
     @property
@@ -76,6 +84,12 @@ class ExperimentParams:
     def overrides(self) -> dict:
         "The recipe overrides given (`epochs`, `batch_size`), for `backbone_spec(..., **P.overrides)`."
         return {k: v for k, v in dict(epochs=self.epochs, batch_size=self.batch_size).items() if v is not None}
+
+    def fit(self, spec):
+        "The backbone `spec` as this run trains it: at the run's `image_size`, and its `width` if `spec` is a ResNet, where given."
+        kw = {} if self.image_size is None else {'image_size': self.image_size}
+        if self.width is not None and spec.arch.startswith('resnet'): kw['width'] = self.width
+        return dataclasses.replace(spec, **kw) if kw else spec
 
     @property
     def torch_device(self) -> torch.device: return get_device(self.device)
@@ -277,7 +291,11 @@ def _distributed() -> bool:
 
 class ArtifactCache:
     "A content-addressed store of trained models and features under `root/<kind>/<key>.pt`, safe to share between processes."
-    def __init__(self, root: str|Path|None = None): self.root = Path(root or default_cache_dir())
+    def __init__(self, root: str|Path|None = None):
+        self.root = Path(root or default_cache_dir())
+        self.used: dict[str, float|None] = {}   # '<kind>/<key>' -> make_seconds, of the artifacts this process used
+        self.made: dict[str, float] = {}         # '<kind>/<key>' -> seconds of its make here, of those this process made
+        self._open: list[dict] = []             # per open make: seconds of the makes nested in it, artifacts it used
 
     def path(self, kind: str, spec: dict) -> Path: return self.root/kind/f'{spec_key(kind, spec)}.pt'
 
@@ -298,33 +316,69 @@ class ArtifactCache:
         except Exception as e:
             raise RuntimeError(f"the cached {kind} at {p} could not be read ({e}); delete it to rebuild it") from e
 
-    def save(self, kind: str, spec: dict, obj) -> Path:
+    def save(self, kind: str, spec: dict, obj, seconds: float|None = None, uses: dict|None = None) -> Path:
         p = self.path(kind, spec)
         with atomic_path(p) as tmp: torch.save(obj, tmp)
-        # the spec beside the artifact says what made it, for people browsing the cache
-        atomic_write_text(p.with_suffix('.json'), json.dumps({'kind': kind, 'spec': _canon(spec)}, indent=1))
+        # the spec beside the artifact says what made it, for people browsing the cache, and what making it took
+        side = ({'kind': kind, 'spec': _canon(spec)} | ({} if seconds is None else {'seconds': round(seconds, 3)})
+                | ({} if uses is None else {'uses': uses}))
+        atomic_write_text(p.with_suffix('.json'), json.dumps(side, indent=1))
         return p
+
+    def _written(self, kind: str, spec: dict) -> dict:
+        try: return json.loads(self.path(kind, spec).with_suffix('.json').read_text())
+        except (OSError, ValueError): return {}
+
+    def make_seconds(self, kind: str, spec: dict, obj=None) -> float|None:
+        """Seconds that making the artifact took: what its `make` took in the run that saved it, less the artifacts
+        made inside it, or the sum of the `seconds` of the epochs in its training `history` (`obj`'s) when that is more
+        (it counts the epochs of interrupted runs that its checkpoint kept); None when neither is known (an artifact
+        saved before these times were written)."""
+        written = self._written(kind, spec).get('seconds')
+        h = obj.get('history') if isinstance(obj, dict) else None
+        epochs = sum(float(e.get('seconds', 0.)) for e in h if isinstance(e, dict)) if isinstance(h, list) and h else None
+        known = [s for s in (written, epochs) if s is not None]
+        return max(known) if known else None
+
+    def _use(self, kind: str, spec: dict, obj):
+        "Note `obj` as used (with the artifacts its make used, which a later run that loads it needs as much)."
+        got = {f'{kind}/{spec_key(kind, spec)}': self.make_seconds(kind, spec, obj)} | self._written(kind, spec).get('uses', {})
+        for d in [self.used] + [f['uses'] for f in self._open]: d.update(got)
+        return obj
+
+    def _timed_make(self, make):
+        """(make(), its seconds less those of the makes nested in it, the artifacts it used); a nested make's seconds
+        go to the make around it."""
+        t0 = time.time(); self._open.append(dict(inner=0., uses={}))
+        try: obj = make()
+        finally: frame = self._open.pop()
+        took = time.time() - t0
+        if self._open: self._open[-1]['inner'] += took
+        return obj, took - frame['inner'], frame['uses']
+
+    def _made(self, kind: str, spec: dict, took: float): self.made[f'{kind}/{spec_key(kind, spec)}'] = round(took, 3)
 
     def get_or_make(self, kind: str, spec: dict, make: Callable[[], Any], what: str|None = None):
         """The cached artifact of (`kind`, `spec`); on a miss, `make()` runs under the key's lock and its result is saved
         (the checkpoint of an interrupted `make` is removed once it is). `what` names the artifact in messages."""
-        if (kind, spec) in self: return self.load(kind, spec)
+        if (kind, spec) in self: return self._use(kind, spec, self.load(kind, spec))
         key, what = spec_key(kind, spec), what or kind
         if _distributed():
-            obj = make()
-            if _rank() == 0: self.save(kind, spec, obj)
-            return obj
+            obj, took, uses = self._timed_make(make)
+            if _rank() == 0: self.save(kind, spec, obj, took, uses)
+            self._made(kind, spec, took)
+            return self._use(kind, spec, obj)
         lk = self.lock(kind, spec)
         try: lk.acquire(timeout=0)
         except Timeout:
             with stage(f'waiting for {what} ({kind} {key}): another run is making it'): lk.acquire()
         try:
-            if (kind, spec) in self: return self.load(kind, spec)    # made by the run we waited for
-            t0 = time.time(); obj = make()
-            self.save(kind, spec, obj)
+            if (kind, spec) in self: return self._use(kind, spec, self.load(kind, spec))    # made by the run we waited for
+            obj, took, uses = self._timed_make(make)
+            self.save(kind, spec, obj, took, uses); self._made(kind, spec, took)
             self.checkpoint_path(kind, spec).unlink(missing_ok=True)
-            logger.info(f'made {what} ({kind} {key}) in {time.time()-t0:.1f}s')
-            return obj
+            logger.info(f'made {what} ({kind} {key}) in {took:.1f}s')
+            return self._use(kind, spec, obj)
         finally: lk.release()
 
 # %% ../nbs/00_core.ipynb #9e77c55a

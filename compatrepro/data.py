@@ -14,14 +14,14 @@ import torch
 from torch.utils.data import Dataset
 
 from .core import ArtifactCache, STANDIN_SCALES, check_scale, register_version, seeded_rng, spec_key
-from .glyphs import GlyphConfig, GlyphDataset, glyph_universe, pretrain_config, standin_config
+from .glyphs import STANDIN_FAMILIES, GlyphConfig, GlyphDataset, family_sizes, glyph_universe, standin_config
 from .manifests import ManifestDataset, load_manifest
 
 # %% auto #0
-__all__ = ['SPLITS', 'SPLITS_VERSION', 'STANDIN_ONLY_FAMILIES', 'SPLIT_FAMILY_VERSIONS', 'EVAL_ID_FRACTION',
-           'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS', 'LANDMARKS', 'OCCLUSION', 'SplitSpec', 'GenderSplitConfig',
-           'split_versions', 'list_splits', 'describe_split', 'template_layout', 'occlude', 'get_split',
-           'ijbc_protocol_counts', 'false_alarms_allowed']
+__all__ = ['SPLITS', 'SPLITS_VERSION', 'STANDIN_ONLY_FAMILIES', 'SPLIT_FAMILY_VERSIONS', 'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS',
+           'LANDMARKS', 'LANDMARK_SHARE', 'OCCLUSION', 'SplitSpec', 'GenderSplitConfig', 'split_versions',
+           'list_splits', 'describe_split', 'template_layout', 'occlude', 'get_split', 'ijbc_protocol_counts',
+           'false_alarms_allowed']
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
@@ -83,14 +83,7 @@ def _image_fraction(frac, tag, rest=False):
         return tr[~m if rest else m]
     return sel
 
-def _nested_fraction(frac, tag):
-    "The first `frac` of each class's training images in one random order (so 30% is inside 60%, 80%, 100%)."
-    def sel(df, ctx):
-        tr = _rows(df.split == 'train'); sub = df.iloc[tr].reset_index(drop=True)
-        rank = pd.Series(_rng(ctx['seed'], tag).permutation(len(sub))).groupby(sub.label.to_numpy()).rank(pct=True).to_numpy()
-        n_c = sub.groupby('label')['label'].transform('size').to_numpy()
-        return tr[(rank <= frac + 1e-9) | ((n_c*frac < 1) & (rank == rank.min()))]
-    return sel
+
 
 # %% ../nbs/03_data.ipynb #c5d1c72a
 @dataclass(frozen=True)
@@ -187,8 +180,11 @@ def _build_registry() -> dict[str, SplitSpec]:
         ('gldv2-open-data-new', 'GLDv2-clean open-data (new)', _image_fraction(0.3, 'gldv2-30', rest=True), 'the other 70% of each class', ra),
         ('gldv2-open-class-old', 'GLDv2-clean open-class (old)', _random_classes(0.3, 'gldv2-classes'), 'the images of a random 30% of the classes', f'{ra}; RM sec. 4.4 (open-class)'),
         ('gldv2-open-class-new', 'GLDv2-clean open-class (new)', _random_classes(0.3, 'gldv2-classes', rest=True), 'the images of the other 70% of the classes', f'{ra}; RM sec. 4.4 (open-class)'),
-        *[(f'gldv2-sequential-{p}', f'GLDv2-clean sequential {p}%', _nested_fraction(p/100, 'gldv2-seq'),
-           f'a random {p}% of each class, nested (30% in 60% in 80% in 100%)', 'RACT sec. 5.4 (sequential model upgrades)') for p in (30, 60, 80, 100)]]:
+        # one random order per class for every share, the open-data old set's: 30% is Table 1's old set (Figure 7's
+        # "Open-data"), inside 60% inside 80% inside 100% (sec. 5.4's shares)
+        *[(f'gldv2-sequential-{p}', f'GLDv2-clean sequential {p}%', _image_fraction(p/100, 'gldv2-30'),
+           f'a random {p}% of each class, nested (30% in 60% in 80% in 100%), 30% the open-data old set',
+           'RACT sec. 5.4, Figure 7 (sequential model upgrades)') for p in (30, 60, 80, 100)]]:
         add(SplitSpec(nm, 'gldv2', pname, f'{pat}; query/gallery: GLDv2-test (750 queries, 761,757 index images)', src,
                       dict(train=sel, **gt)))
     for nm, pname, sel, pat in [('cifar-100-open-class-old', 'CIFAR-100 open-class (old)', _random_classes(0.3, 'cifar-classes'), 'a random 30% of the classes'),
@@ -205,8 +201,8 @@ def _build_registry() -> dict[str, SplitSpec]:
     for nm, pname in (('roxford5k', 'ROxford'), ('rparis6k', 'RParis')):
         add(SplitSpec(nm, nm, pname, 'evaluation only: 70 queries, medium protocol (easy + hard positives, junk ignored)',
                       'RACT sec. 5.1', dict(query=_split_rows('query'), gallery=_split_rows('gallery'))))
-    add(SplitSpec('glyph-pretrain', 'pretrain', 'ImageNet pre-training (stand-in)', 'stand-in only: the training pool of a '
-                  'universe of other characters (`pretrain_config`), none a class of the stand-in; paper scale loads '
+    add(SplitSpec('glyph-pretrain', 'pretrain', 'ImageNet pre-training (stand-in)', 'stand-in only: the training pool of the '
+                  'pre-training family (its own pool of characters: no class of another dataset); paper scale loads '
                   "torchvision's ImageNet weights instead", 'RACT App. A.1 (networks pre-trained on ImageNet)',
                   dict(train=_split_rows('train'), eval=_split_rows('val'))))
     add(SplitSpec('ijbc', 'ijbc', 'IJB-C', 'evaluation only: 1:N search (gallery = G1 + G2 templates, gallery_set 1/2; '
@@ -222,8 +218,10 @@ register_version('splits', SPLITS_VERSION)
 # Market-1501's cameras (see the stand-in's reproduction notes below)
 STANDIN_ONLY_FAMILIES = ('pretrain',)   # no paper-scale layout: at paper scale a pre-trained start is torchvision's weights
 # 2: roxford5k/rparis6k distinct landmarks with easy/hard/junk images; gldv2: GLDv2-test's queries from a third of the
-# classes, every other evaluation image a distractor
-SPLIT_FAMILY_VERSIONS = dict(imdbface=2, ijbc=2, market1501=2, roxford5k=2, rparis6k=2, gldv2=2)
+# classes, every other evaluation image a distractor; gldv2 3: the sequential shares grow from the open-data old set,
+# and at paper scale GLDv2-test holds the Private queries only. 3 (gldv2 4): every family its own classes
+# (GLYPH_VERSION 2): IJB-C's 240 subjects, GLDv2-test, ROxford and RParis on evaluation-only classes
+SPLIT_FAMILY_VERSIONS = dict(imdbface=3, ijbc=3, market1501=3, roxford5k=3, rparis6k=3, gldv2=4)
 for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
 
 def split_versions(name: str) -> dict:
@@ -248,13 +246,8 @@ def _spec(name) -> SplitSpec:
     return SPLITS[name]
 
 # %% ../nbs/03_data.ipynb #7443190e
-EVAL_ID_FRACTION = 0.2          # the stand-in's evaluation identities: VGGFace2's test identities, IJB-C's subjects
 IJBC_TEMPLATE_SIZES = (5, 3)    # images of a gallery (enrollment) template, of a probe template (stand-in)
 MARKET_CAMERAS = 6              # Market-1501's 6 cameras (stand-in: an image's position in its class mod 6)
-
-def _n_eval_ids(C: int) -> int:
-    "How many of the stand-in's `C` classes are evaluation identities (its last ones): round(0.2 C), at least 2."
-    return max(2, round(EVAL_ID_FRACTION*C))
 
 def template_layout(n: int, gallery_size: int = 5, probe_size: int = 3) -> np.ndarray:
     """The template of each of one subject's `n` images (in their order): 0 for the first `gallery_size` (the
@@ -264,24 +257,22 @@ def template_layout(n: int, gallery_size: int = 5, probe_size: int = 3) -> np.nd
         raise ValueError(f"template sizes must be at least 1 image, got gallery_size={gallery_size}, probe_size={probe_size}")
     if n < gallery_size + probe_size:
         raise ValueError(f"a subject with {n} images cannot hold a gallery template of {gallery_size} images and a probe "
-                         f"template of {probe_size}: give the stand-in more images per class (GlyphConfig n_train, n_eval) "
+                         f"template of {probe_size}: give the stand-in more images per subject (GlyphConfig ijbc_images) "
                          "or pass smaller template sizes")
     pos = np.arange(n)
     return np.where(pos < gallery_size, 0, np.minimum((pos - gallery_size)//probe_size + 1, (n - gallery_size)//probe_size))
 
-def _ijbc_standin(tr: pd.DataFrame, ev: pd.DataFrame, C: int, sizes=IJBC_TEMPLATE_SIZES) -> tuple[pd.DataFrame, np.ndarray]:
-    """IJB-C on the stand-in's evaluation identities (the last `_n_eval_ids(C)` classes): each subject's images (its
-    evaluation pool, then its training pool) cut by `template_layout`; subjects s = 0..S-1 (in class order) enrolled
-    in G1 (`gallery_set` 1) when s < ceil(S/2), else in G2 (2). Returns the rows (split 'test': every image; 'gallery':
-    the gallery templates; 'query': the probe templates) with `template` (s*T + k, T templates per subject) and
-    `gallery_set` columns, and the 1:1 pairs [template a, template b, genuine]: every gallery template (a) with every
-    probe template (b)."""
-    S = _n_eval_ids(C); first = C - S
-    im = pd.concat([ev[ev.label >= first], tr[tr.label >= first]]).sort_values('label', kind='stable')   # eval pool first
-    n = np.bincount(im.label - first)
+def _ijbc_standin(ev: pd.DataFrame, sizes=IJBC_TEMPLATE_SIZES) -> tuple[pd.DataFrame, np.ndarray]:
+    """IJB-C on the stand-in: every class of the IJB-C family's evaluation pool `ev` (labels 0..S-1) is a subject, its
+    images cut by `template_layout`; subjects s < ceil(S/2) are enrolled in G1 (`gallery_set` 1), the others in G2 (2).
+    Returns the rows (split 'test': every image; 'gallery': the gallery templates; 'query': the probe templates) with
+    `template` (s*T + k, T templates per subject) and `gallery_set` columns, and the 1:1 pairs [template a, template b,
+    genuine]: every gallery template (a) with every probe template (b)."""
+    im = ev.sort_values('label', kind='stable'); S = int(im.label.max()) + 1
+    n = np.bincount(im.label, minlength=S)
     if len(set(n)) != 1: raise ValueError(f"the IJB-C subjects have unequal numbers of images {sorted(set(n))}")
     k = np.tile(template_layout(int(n[0]), *sizes), S); T = int(k.max()) + 1
-    s = im.label.to_numpy() - first
+    s = im.label.to_numpy()
     im = im.assign(template=s*T + k, gallery_set=np.where(s < (S + 1)//2, 1, 2))
     rows = pd.concat([im.assign(split='test'), im.assign(split=np.where(k == 0, 'gallery', 'query'))])
     t = im.groupby('template').label.first()
@@ -292,46 +283,48 @@ def _ijbc_standin(tr: pd.DataFrame, ev: pd.DataFrame, C: int, sizes=IJBC_TEMPLAT
 
 # %% ../nbs/03_data.ipynb #8f26dce2
 def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, dict]:
-    "The stand-in laid out like `family`: a table with `label`, `split`, `group`, `src` (row of train pool, or -1-row of eval pool)."
-    C, nt, ne = cfg.n_classes, cfg.n_train, cfg.n_eval
+    """The stand-in of `family` (`U`: its `glyph_universe`) laid out like the paper dataset: a table with `label`, `split`,
+    `group`, `src` (row of the training pool, or -1-row of the evaluation pool). Labels 0..t-1 are the classes its models
+    may train on (`U['n_trained']`), the others evaluation-only (`family_sizes`)."""
+    t, nt = U['n_trained'], cfg.n_train
     tl, el = U['train_labels'].numpy(), U['eval_labels'].numpy()
-    pos = np.tile(np.arange(ne), C)                                  # position of an eval image within its class
+    ne = int(np.bincount(el).max()) if len(el) else 0
+    pos = np.tile(np.arange(ne), len(U['class_names']))             # position of an eval image within its class
     tr = pd.DataFrame(dict(label=tl, split='train', src=np.arange(len(tl))))
     ev = pd.DataFrame(dict(label=el, split='val', src=-1-np.arange(len(el))))
     extra = {}
-    if family in ('imagenet', 'places365', 'cifar100'): pass
-    elif family == 'imdbface': tr = tr[tr.label < C - _n_eval_ids(C)]; ev = ev.iloc[:0]   # IJB-C's subjects held out
-    elif family == 'market1501':
-        half = C//2; tr = tr[tr.label < half].copy(); ev = ev[ev.label >= half].copy()
+    if family in ('imagenet', 'places365', 'cifar100', 'imdbface', 'pretrain'): pass
+    elif family == 'market1501':   # training identities 0..t-1; test identities t.. (evaluation only)
+        tr = tr.copy(); ev = ev[ev.label >= t].copy()
         ev['split'] = np.where(pos[ev.index] < max(1, ne//5), 'query', 'gallery')
         tr['camera'] = tr.src % nt % MARKET_CAMERAS; ev['camera'] = pos[ev.index] % MARKET_CAMERAS
-    elif family == 'vggface2':
-        n_test = _n_eval_ids(C); test = el >= C - n_test
-        tr = tr[tr.label < C - n_test]; ev = ev.copy(); ev['split'] = np.where(test, 'test', 'heldout')
-    elif family == 'gldv2':   # GLDv2-test: a third of the classes are the queries' landmarks, the rest distractors
-        ev = ev.copy(); ev['split'] = np.where((ev.label.to_numpy() % 3 == 1) & (pos[ev.index] < min(2, ne-1)), 'query', 'gallery')
+    elif family == 'vggface2':     # test identities t.. (evaluation only); the training identities' evaluation pool is held out
+        ev = ev.copy(); ev['split'] = np.where(el >= t, 'test', 'heldout')
+    elif family == 'gldv2':        # GLDv2-test on the evaluation-only classes: a third are the queries' landmarks, the rest distractors
+        ev = ev[ev.label >= t].copy()
+        ev['split'] = np.where(((ev.label.to_numpy() - t) % 3 == 1) & (pos[ev.index] < min(2, ne-1)), 'query', 'gallery')
     elif family in ('roxford5k', 'rparis6k'):
         tr = tr.iloc[:0]; ev = _landmark_standin(ev, pos, family)
-    elif family == 'pretrain': pass
     elif family == 'ijbc':
-        ev, extra['pairs'] = _ijbc_standin(tr, ev, C); tr = tr.iloc[:0]
+        ev, extra['pairs'] = _ijbc_standin(ev); tr = tr.iloc[:0]
     else: raise ValueError(f"no stand-in layout for family {family!r}")
     df = pd.concat([tr, ev], ignore_index=True)
-    df['group'] = U['groups'][df.label.to_numpy()]
+    df['group'] = np.asarray(U['groups'])[df.label.to_numpy()]
     return df, extra
 
-LANDMARKS = {'roxford5k': (0, ('easy', 'hard', 'easy', 'hard', 'junk')),   # class id mod 10, difficulty cycle of a
-             'rparis6k': (5, ('easy', 'easy', 'hard', 'easy', 'junk'))}   # landmark's gallery images (RParis: easier)
+LANDMARKS = {'roxford5k': ('easy', 'hard', 'easy', 'hard', 'junk'),   # difficulty cycle of a landmark's gallery
+             'rparis6k': ('easy', 'easy', 'hard', 'easy', 'junk')}   # images (RParis: easier)
+LANDMARK_SHARE = 0.1   # ROxford's / RParis's landmarks: this share of the family's classes (the first ones), the rest distractors
 OCCLUSION = {'easy': 0.0, 'hard': 0.4, 'junk': 0.75}   # share of the image hidden under the background colour
 
 def _landmark_standin(ev: pd.DataFrame, pos: np.ndarray, family: str) -> pd.DataFrame:
-    """ROxford / RParis on the stand-in's evaluation pool: the landmarks are the classes whose id is `LANDMARKS[family][0]`
-    mod 10 (so the two sets are disjoint), each with its first max(1, n_eval//4) images as queries and the rest as
-    gallery images whose difficulty cycles through `LANDMARKS[family][1]`; every image of the other classes is a
-    distractor (difficulty 'none'). `occlusion`: how much of a hard or junk image `occlude` hides."""
-    first, cycle = LANDMARKS[family]
+    """ROxford / RParis on its family's evaluation pool (evaluation-only classes): the landmarks are its first
+    ceil(`LANDMARK_SHARE` C) classes, each with its first max(1, n_eval//4) images as queries and the rest as gallery
+    images whose difficulty cycles through `LANDMARKS[family]`; every image of the other classes is a distractor
+    (difficulty 'none'). `occlusion`: how much of a hard or junk image `occlude` hides."""
+    cycle = LANDMARKS[family]
     ev = ev.copy(); p = pos[ev.index]; ne = int(p.max()) + 1; nq = max(1, ne//4)
-    mark = (ev.label.to_numpy() % 10) == first
+    mark = ev.label.to_numpy() < int(np.ceil(LANDMARK_SHARE*(ev.label.max() + 1)))
     ev['split'] = np.where(mark & (p < nq), 'query', 'gallery')
     ev['difficulty'] = np.where(~mark, 'none', np.where(p < nq, 'query', np.array(cycle)[(p - nq) % len(cycle)]))
     ev['occlusion'] = ev.difficulty.map(OCCLUSION).fillna(0.0).to_numpy()
@@ -375,9 +368,9 @@ def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df:
 def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|None = None, seed: int = 0,
               config: GlyphConfig|None = None, cache: ArtifactCache|None = None, gender: GenderSplitConfig|None = None) -> Dataset:
     """The `part` ('train', 'eval', 'query', 'gallery') of the named split `name` (see `list_splits()`).
-    `scale='tiny'`/`'smoke'`: the Glyphs stand-in (made from `seed` with `config`, default `standin_config(scale)`,
-    cached); `scale='paper'`: the manifest of the paper dataset under `data_root` (see `data_prep/README.md`).
-    Labels are global class ids."""
+    `scale='tiny'`/`'smoke'`: the Glyphs stand-in of the split's family (made from `seed` with `config`, default
+    `standin_config(scale)`, cached); `scale='paper'`: the manifest of the paper dataset under `data_root` (see
+    `data_prep/README.md`). Labels are global class ids (of the family's own classes on the stand-in)."""
     spec = _spec(name)
     if part not in spec.parts:
         raise ValueError(f"split {name!r} has no part {part!r}; its parts are {sorted(spec.parts)}"
@@ -386,8 +379,7 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
     ctx = dict(seed=int(seed), gender=gender or GenderSplitConfig())
     if scale in STANDIN_SCALES:
         cfg = config or standin_config(scale)
-        if spec.family == 'pretrain': cfg = pretrain_config(cfg)
-        U = glyph_universe(cfg, seed, cache)
+        U = glyph_universe(cfg, seed, cache, family=spec.family)
         df, extra = _tiny_table(spec.family, U, cfg)
         ctx.update(extra)
         rows = np.asarray(spec.parts[part](df, ctx), dtype=np.int64)

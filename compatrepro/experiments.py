@@ -18,13 +18,13 @@ from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat,
 from .pipeline import get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics, roxford_relevance
 from .backfill import backfill_curve, step_curve, plot_backfill_curves
-from .report import RecordBook, claims_table, claim_margins, diff, least
+from .report import RecordBook, claims_table, claim_margins, diff, least, linear
 
 # %% auto #0
-__all__ = ['BASELINES', 'RM_STANDIN_REASONS', 'RACT_STANDIN_REASONS', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run',
-           'start_experiment', 'eval_features', 'update_specs', 'transform_old', 'UpdateSetup', 'update_curves',
+__all__ = ['BASELINES', 'UPGRADE_MARGIN', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
+           'eval_features', 'update_specs', 'run_transformation_spec', 'transform_old', 'UpdateSetup', 'update_curves',
            'curve_tilde', 'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table',
-           'query_relevance', 'best_of', 'written', 'claims_overview', 'claims_markdown', 'show_claims']
+           'query_relevance', 'best_of', 'upgrade_check', 'claims_overview', 'claims_markdown', 'show_claims']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -110,8 +110,8 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
     """{'old', 'new', *baselines}: the backbone specs of an update (`kw` for both, `old_kw`/`new_kw` for one of them).
     `old_steps_like_new`: on the stand-in, give the old model as many optimizer steps as the new one (its epochs scaled
     by the ratio of training-set sizes) unless the epochs are overridden; see `23_fastfill_vggface2` for why."""
-    old = backbone_spec(old_split, params.scale, params.seed, **(params.overrides | kw | (old_kw or {})))
-    new = backbone_spec(new_split, params.scale, params.seed, **(params.overrides | kw | (new_kw or {})))
+    old = params.fit(backbone_spec(old_split, params.scale, params.seed, **(params.overrides | kw | (old_kw or {}))))
+    new = params.fit(backbone_spec(new_split, params.scale, params.seed, **(params.overrides | kw | (new_kw or {}))))
     if old_steps_like_new and params.standin and 'epochs' not in params.overrides:
         n_old, n_new = (len(get_split(s, 'train', params.scale, params.data_root)) for s in (old_split, new_split))
         old = replace(old, epochs=round(new.epochs*n_new/n_old))
@@ -122,11 +122,16 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
     return out
 
 # %% ../nbs/13_experiments.ipynb #62d39f3f
+def run_transformation_spec(old_spec, new_spec, objective: str, params: ExperimentParams, **overrides):
+    "The `TransformationSpec` of `objective` that a run of `params` trains: the recipe, the run's `epochs`/`batch_size`, then `overrides`."
+    return transformation_spec(old_spec, new_spec, objective, seed=params.seed, **(params.overrides | overrides))
+
 def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor, params: ExperimentParams,
                   side_features: torch.Tensor|None = None, **overrides):
-    r"""$(h_\theta(\phi_{old}), \log\sigma^2$ or None$)$ on `old_features` for the transformation of `objective`;
-    with `side_info=<BackboneSpec>` among the overrides, `side_features` are that model's features of the same images."""
-    spec = transformation_spec(old_spec, new_spec, objective, seed=params.seed, **overrides)
+    r"""$(h_\theta(\phi_{old}), \log\sigma^2$ or None$)$ on `old_features` for the transformation of `objective`
+    (`run_transformation_spec`); with `side_info=<BackboneSpec>` among the overrides, `side_features` are that model's
+    features of the same images."""
+    spec = run_transformation_spec(old_spec, new_spec, objective, params, **overrides)
     if (spec.side_info is None) != (side_features is None):
         raise ValueError("pass side_features exactly when the transformation has side_info (FCT's h reads both)")
     net = get_transformation(spec)
@@ -235,11 +240,11 @@ def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top
     return t
 
 # %% ../nbs/13_experiments.ipynb #3ad0bece
-def query_relevance(queries) -> list|None:
+def query_relevance(queries, protocol: str = 'medium') -> list|None:
     """Per-query (positives, junk) gallery indices of a query set that carries its own ground truth: ROxford/RParis's
-    `gnd` under the medium protocol, GLDv2-test's retrieval solution `positives` (every label is -1 there); None when
-    the labels decide."""
-    if getattr(queries, 'gnd', None) is not None: return roxford_relevance(queries.gnd, 'medium')
+    `gnd` under `protocol` (the medium one by default, RACT sec. 5.1's; 'hard' or 'easy'), GLDv2-test's retrieval
+    solution `positives` (every label is -1 there); None when the labels decide."""
+    if getattr(queries, 'gnd', None) is not None: return roxford_relevance(queries.gnd, protocol)
     if getattr(queries, 'positives', None) is not None: return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
     return None
 
@@ -248,57 +253,33 @@ def best_of(item: str, best: str, others, metric: str) -> list:
     "The margin of `best` above every one of `others` on `metric` of `item`."
     return least(*[diff((item, best, metric), (item, o, metric)) for o in others])
 
-def _declare(book, claims: dict, written: dict|None):
-    for k in written or {}:
-        if k not in claims: raise ValueError(f"written verdict for unknown claim {k!r}; the claims here are {list(claims)}")
-    for k, (text, margin) in claims.items(): book.claim(text, margin, **(written or {}).get(k, {}))
+UPGRADE_MARGIN = 10.   # points a stand-in's new model must gain over the old one on its own (top-1; rank-1 for faces)
 
-RM_STANDIN_REASONS = {   # why a claim does not hold on the stand-in; each notebook's findings give its numbers
-    'merge flips': "a merge returns, per query, the nearer of two results measured in two spaces: a query the old system "
-                   "gets right can lose its item to a nearer wrong one from the backfilled part while the mean curve rises; "
-                   "RM's 'without negative flips' is read off the curves, which the monotonicity claim checks",
-    'BCT space': "BCT's influence loss makes the stand-in's new model better than the independently trained one "
-                 "(docs/standin_regime.md): BCT, and BiCT built on it, end in that better space, above new/new, and "
-                 "BiCT's AUC passes RM's, whose new model is the independent one",
-    'side-info': "the side-information model (SimCLR on the ImageNet stand-in's old classes) adds nothing the old "
-                 "features lack on the glyphs: FCT with it is level with FCT without it, or slightly below",
-    'gain': "RM's final embedding rho^new ends near or above new/new, but its merge starts from the backward system "
-            "{rho^rev, phi^old}, far below new/new, so the area stays under the new model's",
-    'mcl vs cl-m': "CL-M's contrast within each system already makes the two systems' distances comparable on the "
-                   "stand-in: MCL and CL-M are level, both far above CL-S",
-    'close': "the two are within a point or two of each other on the stand-in, inside the seeds' spread",
-    'weak deeper': "the stand-in's ResNet-18 new models train the recipe's 10 epochs (as 25_fastfill_arch) and end far "
-                   "below the ResNet-10 ones: the upgrade is small and rho, trained on the weaker features, gains little",
-}
+def upgrade_check(book, where: str, pair: str, new: tuple, old: tuple, metric: str = 'top-1') -> dict:
+    """The check that a stand-in's new model is a real upgrade: its self-test `new` (a record `(item, method, metric)`,
+    named `pair` in the text) at least `UPGRADE_MARGIN` points of `metric` above old/old's record `old`; `where` names
+    the models (the experiment and what changes)."""
+    return book.claim(f"Upgrade check ({where}): {pair} is at least {UPGRADE_MARGIN:g} points of {metric} above old / old "
+                      "(the stand-in's new model must be an upgrade)", linear({tuple(new): 1., tuple(old): -1.}, -UPGRADE_MARGIN), kind='check')
 
-RACT_STANDIN_REASONS = {   # why a RACT claim does not hold on the stand-in (the notebooks' findings give the numbers)
-    'nfr at 0': "at 0 % ours is the less compatible of the two on the stand-in (Table 2), so its new-to-old NFR there is "
-                "higher than vanilla's; during the backfilling, where vanilla regresses, ours has the fewer flips",
-    'nfr noise': "a stand-in test set has 40-80 queries, so NFR@1 moves in steps of 1.3-2.5 points: ours has the lower "
-                 "mean NFR on most seeds, by less than the seeds' spread",
-    'table 2': "the new-to-new negatives of eq. 6 push the new features apart as well as onto the old ones; on the "
-               "stand-in that costs ours about a point of new-to-old mAP at 0 % against vanilla (the paper's Table 2 has "
-               "ours level or above)",
-    'drop noise': "vanilla's drop from 0 % to 20 % differs between R50-R101 and R50-R50 by about a point, inside the seeds' spread",
-    'entropy ties': "the three scores order the old gallery almost alike on the stand-in, so their curves lie within a few "
-                    "tenths of a point of each other; entropy is level or slightly ahead, not behind",
-    'order noise': "the uncertainty orders are above random on most seeds, by less than the seeds' spread of a test set "
-                   "of 60 queries",
-    'no failure': "on the stand-in's RParis open-data the new-to-old start is only slightly below old-to-old, and the "
-                  "new classifier still ranks the old features usefully: the uncertainty orders beat random there too",
-}
-
-def written(verdict: str, reason: str) -> dict:
-    "The verdict written beside a claim (`expect`) with its reason, one of `RM_STANDIN_REASONS`, `RACT_STANDIN_REASONS` or a sentence."
-    return dict(expect=verdict, reason=RM_STANDIN_REASONS.get(reason, RACT_STANDIN_REASONS.get(reason, reason)))
+def _declare(book, claims: dict) -> list[dict]:
+    "Declare every claim of `claims`: `{key: (text, margin)}` or `{key: (text, margin, {keyword: value} of book.claim)}`."
+    out = []
+    for k, v in claims.items():
+        if len(v) not in (2, 3): raise ValueError(f"claim {k!r}: give (text, margin) or (text, margin, options), not {len(v)} values")
+        out.append(book.claim(v[0], v[1], **(v[2] if len(v) == 3 else {})))
+    return out
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "(claims table indexed by claim, records) of `book`'s paper over every recorded seed; each claim's margin on `seed` is recorded under 'Claims'."
+    """(claims table indexed by claim, records) of `book`'s paper over every recorded seed, with the expected verdicts
+    of `docs/expected_verdicts.csv`; each claim's margin on `seed` is recorded under 'Claims'."""
     claims, R = book.read_claims()
     if not claims: raise ValueError(f"no {book.paper} notebook has declared a claim at {book.params.scale} scale yet: run its "
                                     "experiment notebooks first (compatrepro reproduce runs this notebook after them)")
-    print(f'{len(claims)} claims declared by {R.notebook.nunique()} {book.paper} notebooks; records of seeds {sorted(R.seed.unique().tolist())}')
+    n_checks = sum(c['kind'] == 'check' for c in claims)
+    print(f'{len(claims) - n_checks} findings and {n_checks} checks declared by {R.notebook.nunique()} {book.paper} notebooks; '
+          f'records of seeds {sorted(R.seed.unique().tolist())}')
     for c in claims:
         m = claim_margins(c, R).get(seed)
         if m is not None: book.add('Claims', c['text'], 'margin', m, dataset=f"records of {c['notebook']}")
@@ -307,22 +288,39 @@ def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 VERDICT_MARKS = {'holds': '✅ holds', 'fails': '❌ fails', 'within noise': '〰️ within noise', 'too few seeds': '… too few seeds'}
 
+def _claim_lines(r) -> list[str]:
+    "A claim of a claims table as markdown: its verdict marked, margin, seeds; flags; the reason written for it."
+    text = r.claim.split(':', 1)[1].strip() if ':' in r.claim else r.claim
+    flags = ([f'**not the expected verdict ({r.written})**'] if not r.agrees and not r.explained else []) + \
+            (['**constant: the same margin on every seed, so the numbers it rests on do not move**'] if r.constant else [])
+    out = [f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds)'
+           + ''.join(f' — {f}' for f in flags)]
+    if r.reason: out.append(f'  - *why the stand-in is expected to {"fail" if r.written == "fails" else "be within noise"}:* '
+                            f'{r.reason} (declared {r.declared})')
+    if r.explained:
+        out.append(f'  - *why the stand-in gives "{r.verdict}" (measured after the run that found it):* {r.why_differs}')
+    elif not r.reason and r.verdict != 'holds': out.append('  - *no reason written: the paper\'s verdict was expected*')
+    return out
+
 def claims_markdown(table: pd.DataFrame) -> str:
     """Every claim of a claims `table` (`claims_overview`), grouped by notebook and by the paper item its text names
-    (the words before its first colon), with its verdict marked, its margin over the seeds, and for a claim that does
-    not hold the reason written beside it; a verdict other than the written one is flagged."""
+    (the words before its first colon), findings first and the notebook's checks in their own list, each with its
+    verdict marked, its margin over the seeds, the reason written beside a verdict other than the paper's, and a flag
+    where the verdict is not the expected one or a finding's margin is constant."""
     t = table.reset_index()
     out = []
     for nb, g in t.groupby('notebook', sort=False):
-        out.append(f'### `{nb}`: {int((g.verdict == "holds").sum())} of {len(g)} hold\n')
-        items = g.claim.str.split(':', n=1).str[0].where(g.claim.str.contains(':'), 'other')
-        for item, h in g.groupby(items, sort=False):
+        f, c = g[g.kind == 'finding'], g[g.kind == 'check']
+        out.append(f'### `{nb}`: {int((f.verdict == "holds").sum())} of {len(f)} findings hold'
+                   + (f'; checks {int((c.verdict == "holds").sum())}/{len(c)}' if len(c) else '') + '\n')
+        items = f.claim.str.split(':', n=1).str[0].where(f.claim.str.contains(':'), 'other')
+        for item, h in f.groupby(items, sort=False):
             out.append(f'**{item}**\n')
-            for r in h.itertuples():
-                text = r.claim.split(':', 1)[1].strip() if ':' in r.claim else r.claim
-                flag = '' if r.agrees else f' — **differs from the verdict written beside it ({r.written})**'
-                out.append(f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds){flag}')
-                if r.verdict != 'holds' and r.reason: out.append(f'  - *why:* {r.reason}')
+            for r in h.itertuples(): out += _claim_lines(r)
+            out.append('')
+        if len(c):
+            out.append('*Checks (hold by construction; not counted as findings)*\n')
+            for r in c.itertuples(): out += _claim_lines(r)
             out.append('')
     return '\n'.join(out)
 

@@ -5,7 +5,7 @@
 # %% ../nbs/01_glyphs.ipynb #3cdb504e
 from __future__ import annotations
 import math, unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,25 +14,34 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from .core import KEY_NEW_FIELD, ArtifactCache, STANDIN_SCALES, content_version, current_context, progress, register_version, spec_key
+from .core import ArtifactCache, STANDIN_SCALES, content_version, current_context, progress, register_version, spec_key
 
 # %% auto #0
-__all__ = ['GLYPH_VERSION', 'STANDIN_CONFIGS', 'GLYPH_RANGES', 'SCRIPT_GROUPS', 'GROUP_NAMES', 'GlyphConfig', 'standin_config',
-           'pretrain_config', 'glyph_fonts', 'render_mask', 'find_homoglyphs', 'GlyphClasses', 'glyph_classes',
-           'render_glyphs', 'make_glyph_universe', 'glyph_universe', 'GlyphDataset']
+__all__ = ['GLYPH_VERSION', 'STANDIN_FAMILIES', 'EVAL_ID_FRACTION', 'STANDIN_CONFIGS', 'GLYPH_RANGES', 'SCRIPT_GROUPS',
+           'GROUP_NAMES', 'GlyphConfig', 'standin_config', 'family_sizes', 'family_images', 'glyph_fonts',
+           'render_mask', 'half_cell', 'find_homoglyphs', 'GlyphClasses', 'glyph_classes', 'render_glyphs',
+           'standin_normalization', 'make_glyph_universe', 'glyph_universe', 'GlyphDataset']
 
 # %% ../nbs/01_glyphs.ipynb #7ce3b537
-GLYPH_VERSION = 1  # bump when the rendering changes: it is part of every cache key
+GLYPH_VERSION = 2  # bump when the rendering or the classes change: it is part of every cache key
+
+STANDIN_FAMILIES = ('imagenet', 'places365', 'cifar100', 'market1501', 'vggface2', 'gldv2', 'roxford5k', 'rparis6k',
+                    'imdbface', 'ijbc', 'pretrain')   # the dataset families of 03_data; each draws its own pool of characters
+EVAL_ID_FRACTION = 0.2   # VGGFace2's test identities: this share of its classes (the paper holds 500 of 9,131 identities)
 
 @dataclass(frozen=True)
 class GlyphConfig:
     "Every knob of the Glyphs stand-in (the defaults are the `tiny` scale; `STANDIN_CONFIGS` has both scales)."
-    n_classes: int = 120             # C, classes in the universe (half from each script group)
-    n_train: int = 30                # images per class in the training pool
+    n_classes: int = 120             # C, classes of a dataset family (Market-1501 and VGGFace2 test on some: `family_sizes`)
+    n_unseen: int = 120              # evaluation-only classes of GLDv2-test, of ROxford and of RParis (landmarks + distractors)
+    ijbc_subjects: int = 240         # IJB-C's subjects, evaluation only
+    ijbc_images: int = 35            # evaluation images per IJB-C subject (03_data cuts them into templates)
+    n_train: int = 100               # images per class in the training pool (classes models may train on)
     n_eval: int = 20                 # images per class in the evaluation pool (query/gallery), disjoint
+    family_classes: tuple = ()       # ((family, trained classes, evaluation-only classes), ...): overrides `family_sizes`
     image_size: int = 32             # H = W of the RGB images
     render_size: int = 64            # glyph masks are drawn at this size, then warped and pooled down
-    glyph_box: float = 0.8           # a glyph's longer side fills this fraction of the mask before scaling
+    glyph_box: float = 0.8           # a glyph's longer side fills this fraction of the mask (of its half, in a pair)
     scale: tuple = (0.7, 1.0)        # random glyph scale (fraction of the image)
     rotation: float = 10.0           # max |rotation| in degrees (small: 'p'/'d', 'n'/'u' stay apart)
     shear: float = 5.0               # max |shear| in degrees
@@ -40,25 +49,29 @@ class GlyphConfig:
     stroke: tuple = (-1, 2)          # stroke change in pixels of the mask (erode < 0 < dilate), inclusive
     contrast: float = 0.5            # min |luminance(fg) - luminance(bg)| in [0, 1]
     gradient: float = 0.1            # max strength of the background's linear gradient
-    clutter: int = 0                 # max number of random line strokes drawn over the background
-    noise: tuple = (0.0, 0.03)       # std of the additive Gaussian pixel noise, drawn per image
-    homoglyph_threshold: float = 0.95  # glyphs whose normalised renderings are this similar are one class
+    clutter: int = 3                 # max number of random line strokes drawn over the background
+    noise: tuple = (0.0, 0.08)       # std of the additive Gaussian pixel noise, drawn per image
+    homoglyph_threshold: float = 0.95  # glyphs whose normalised renderings are this similar are one character
     font_rank: int = 3               # a font is used for a character only if its rendering is among the
-                                     # `font_rank` classes closest to the reference rendering of it
-    class_seed: int = 0              # fixes which characters are the classes and their order (not the images)
-    exclude_classes_of: int|None = field(default=None, metadata=KEY_NEW_FIELD)  # leave out the classes that class_seed=this
-                                     # picks (same n_classes): a universe of other characters (`pretrain_config`)
+                                     # `font_rank` characters closest to the reference rendering of it
+    class_seed: int = 0              # fixes the families' pools, their classes and their order (not the images)
 
     def __post_init__(self):
-        if self.n_classes < 4 or self.n_classes % 2: raise ValueError(f"n_classes must be an even number >= 4, got {self.n_classes}")
+        if self.n_classes < 4: raise ValueError(f"n_classes must be >= 4 (Market-1501 and VGGFace2 split theirs in two), got {self.n_classes}")
+        if self.n_unseen < 3: raise ValueError(f"n_unseen must be >= 3 (GLDv2-test's landmarks are a third of them), got {self.n_unseen}")
+        if self.ijbc_subjects < 2 or self.ijbc_images < 2:
+            raise ValueError(f"IJB-C needs >= 2 subjects of >= 2 images, got ijbc_subjects={self.ijbc_subjects}, ijbc_images={self.ijbc_images}")
         if self.n_train < 1 or self.n_eval < 2: raise ValueError(f"need n_train >= 1 and n_eval >= 2, got {self.n_train}, {self.n_eval}")
-        if self.image_size < 8 or self.render_size < self.image_size:
-            raise ValueError(f"image_size must be >= 8 and render_size >= image_size, got {self.image_size}, {self.render_size}")
-        if self.exclude_classes_of == self.class_seed:
-            raise ValueError(f"exclude_classes_of={self.exclude_classes_of} equals class_seed: it would exclude every class it picks")
+        if self.image_size < 8 or self.render_size < self.image_size or self.render_size % 2:
+            raise ValueError(f"image_size must be >= 8 and render_size an even number >= image_size, got {self.image_size}, {self.render_size}")
+        for entry in self.family_classes:
+            if len(entry) != 3 or entry[0] not in STANDIN_FAMILIES or min(entry[1:]) < 0 or sum(entry[1:]) < 1:
+                raise ValueError(f"family_classes entries are (family, trained classes, evaluation-only classes) with a family of "
+                                 f"{STANDIN_FAMILIES} and counts >= 0, not both 0; got {entry!r}")
 
 STANDIN_CONFIGS = {'tiny': GlyphConfig(),
-                   'smoke': GlyphConfig(n_classes=24, n_train=16, n_eval=4)}   # a small slice: checks that code runs
+                   'smoke': GlyphConfig(n_classes=24, n_unseen=24, ijbc_subjects=8, ijbc_images=11, n_train=16, n_eval=4)}
+                   # smoke: a small slice that checks that code runs
 
 def standin_config(scale: str) -> GlyphConfig:
     "The `GlyphConfig` of a stand-in scale ('tiny' or 'smoke')."
@@ -66,12 +79,25 @@ def standin_config(scale: str) -> GlyphConfig:
         raise ValueError(f"scale={scale!r} has no stand-in; the Glyphs stand-in runs at {STANDIN_SCALES}")
     return STANDIN_CONFIGS[scale]
 
-def pretrain_config(cfg: GlyphConfig) -> GlyphConfig:
-    """The stand-in's pre-training universe for `cfg` (RACT's ImageNet pre-training): as many classes, none of them a class
-    of `cfg` (other characters of both script groups), rendered the same way."""
-    return replace(cfg, class_seed=cfg.class_seed + 1, exclude_classes_of=cfg.class_seed)
+def family_sizes(cfg: GlyphConfig) -> dict[str, tuple[int, int]]:
+    """{family: (t, e)}: the `t` classes the family's models may train on (its labels 0..t-1, with a training pool) and
+    its `e` evaluation-only classes (labels t..t+e-1). `n_classes` for the training sets (ImageNet, Places-365,
+    CIFAR-100, GLDv2, IMDB-Face, pre-training); Market-1501 halves it into training and test identities (the paper's
+    751 / 750), VGGFace2 keeps `EVAL_ID_FRACTION` of it as test identities; GLDv2 adds `n_unseen` classes for GLDv2-test,
+    ROxford and RParis have `n_unseen` each, IJB-C `ijbc_subjects`; `cfg.family_classes` overrides any of them."""
+    n, u = cfg.n_classes, cfg.n_unseen
+    v = max(2, round(EVAL_ID_FRACTION*n))
+    out = {f: (n, 0) for f in STANDIN_FAMILIES}
+    out.update(market1501=(n//2, n - n//2), vggface2=(n - v, v), gldv2=(n, u), roxford5k=(0, u), rparis6k=(0, u),
+               ijbc=(0, cfg.ijbc_subjects))
+    out.update({f: (int(t), int(e)) for f, t, e in cfg.family_classes})
+    return out
 
-# the config itself (not asdict) so that a KEY_NEW_FIELD at its default leaves the version, hence every key, as it was
+def family_images(cfg: GlyphConfig, family: str) -> tuple[int, int]:
+    "(training, evaluation) images per class of `family`'s pools: `n_train`, `n_eval` (IJB-C: `ijbc_images`)."
+    return cfg.n_train, (cfg.ijbc_images if family == 'ijbc' else cfg.n_eval)
+
+# the config itself (not asdict), as the cache keys of the universe take it
 for _s, _c in STANDIN_CONFIGS.items(): register_version(f'glyphs:{_s}', f'{GLYPH_VERSION}-{content_version(_c)}')
 
 # %% ../nbs/01_glyphs.ipynb #8de0cf48
@@ -81,12 +107,13 @@ _REFERENCE_FONTS = ('DejaVuSans.ttf', 'DejaVuSerif.ttf', 'DejaVuSansMono.ttf', '
 # (script, first code point, last code point); group 0 = Latin, group 1 = non-Latin
 GLYPH_RANGES = (('latin', 0x41, 0x5a), ('latin', 0x61, 0x7a), ('digit', 0x30, 0x39),
                 ('latin', 0xc0, 0xd6), ('latin', 0xd8, 0xf6), ('latin', 0xf8, 0xff), ('latin', 0x100, 0x17f),
+                ('latin', 0x180, 0x24f), ('latin', 0x250, 0x2af),      # Latin Extended-B, IPA letters
                 ('greek', 0x391, 0x3a9), ('greek', 0x3b1, 0x3c9), ('cyrillic', 0x410, 0x44f),
                 ('armenian', 0x531, 0x556), ('armenian', 0x561, 0x586), ('hebrew', 0x5d0, 0x5ea),
                 ('arabic', 0x627, 0x64a), ('georgian', 0x10d0, 0x10f0),
                 ('symbol', 0x2190, 0x2199), ('symbol', 0x2200, 0x22ff))
 SCRIPT_GROUPS = (('latin', 'digit'), ('greek', 'cyrillic', 'armenian', 'georgian', 'hebrew', 'arabic', 'symbol'))
-GROUP_NAMES = ('Latin (letters with their accented forms, digits)', 'non-Latin (Greek, Cyrillic, Armenian, Georgian, Hebrew, Arabic, arrows, math)')
+GROUP_NAMES = ('Latin (letters with their accented and extended forms, IPA letters, digits)', 'non-Latin (Greek, Cyrillic, Armenian, Georgian, Hebrew, Arabic, arrows, math)')
 
 def glyph_fonts() -> list[Path]:
     "The TrueType fonts inside matplotlib usable for glyphs (full fonts, no tofu/size-variant fonts)."
@@ -108,6 +135,22 @@ def render_mask(font, ch: str, size: int = 64, box: float = 0.8) -> np.ndarray|N
     nh, nw = max(1, round(h*s)), max(1, round(w*s))
     crop = np.asarray(Image.fromarray(crop).resize((nw, nh), Image.BILINEAR))
     out = np.zeros((size, size), np.uint8); y0, x0 = (size-nh)//2, (size-nw)//2
+    out[y0:y0+nh, x0:x0+nw] = crop
+    return out
+
+def half_cell(mask: np.ndarray, box: float = 0.8) -> np.ndarray:
+    """A glyph `mask` [S, S] (as `render_mask` makes it) refitted into half the width: its ink scaled, aspect kept, to fit
+    `box` of a cell [S, S//2] (`box*S/2` wide, `box*S` tall), centred in it: uint8 [S, S//2]. Two cells side by side are
+    the mask of a pair of characters."""
+    from PIL import Image
+    S = mask.shape[0]; W = S//2
+    out = np.zeros((S, W), np.uint8); ys, xs = np.nonzero(mask > 8)
+    if len(ys) == 0: return out
+    crop = mask[ys.min():ys.max()+1, xs.min():xs.max()+1]
+    h, w = crop.shape; s = min(box*W/w, box*S/h)
+    nh, nw = max(1, round(h*s)), max(1, round(w*s))
+    crop = np.asarray(Image.fromarray(np.ascontiguousarray(crop)).resize((nw, nh), Image.BILINEAR))
+    y0, x0 = (S-nh)//2, (W-nw)//2
     out[y0:y0+nh, x0:x0+nw] = crop
     return out
 
@@ -163,48 +206,46 @@ def find_homoglyphs(feats: dict[int, list[torch.Tensor]], threshold: float) -> d
 # %% ../nbs/01_glyphs.ipynb #55547657
 @dataclass
 class GlyphClasses:
-    "The classes of a Glyphs universe: one character each, its script group, and the fonts that draw it."
-    chars: list            # chars[c] = the character of global class c
-    groups: np.ndarray     # groups[c] in {0, 1}: the script group (SCRIPT_GROUPS)
-    scripts: list          # scripts[c] = its script name
-    font_masks: list       # font_masks[c] = LongTensor of rows of `masks` (one per usable font)
-    masks: torch.Tensor    # uint8 [M, S, S] glyph masks
+    "The classes of a Glyphs universe: ordered pairs of characters, each family's from its own pool, and the fonts that draw them."
+    chars: list            # chars[c] = the two characters of global class c (left, right)
+    groups: np.ndarray     # groups[c] in {0, 1}: the script group (SCRIPT_GROUPS) of both its characters
+    scripts: list          # scripts[c] = the scripts of its characters, e.g. 'latin+digit'
+    families: np.ndarray   # families[c] = the family (STANDIN_FAMILIES) whose stand-in has class c
+    trained: np.ndarray    # trained[c]: a class the family's models may train on (else evaluation-only)
+    spans: dict            # family -> (its first global class, t trained, e evaluation-only): global = first + label
+    pools: dict            # family -> its characters (a string: group 0, then group 1)
+    symbols: str           # every character of every pool; parts index it
+    parts: torch.Tensor    # LongTensor [C, 2]: the characters of each class (indices into `symbols`)
+    sym_rows: torch.Tensor # LongTensor [len(symbols), F]: rows of `cells` drawing each character, one per usable font
+    sym_fonts: torch.Tensor  # LongTensor [len(symbols)]: how many of its `sym_rows` are used (the rest is padding)
+    cells: torch.Tensor    # uint8 [R, S, S//2]: a character in one font, fitted into half the width (`half_cell`)
+    cell_fonts: np.ndarray # font (index into `fonts`) of each cell
     fonts: list            # names of the fonts
-    merged: dict           # representative char -> the characters merged into it (homoglyphs)
+    merged: dict           # character of a pool -> the characters merged into it (homoglyphs)
     n_candidates: int      # characters rendered before merging
 
     @property
     def class_names(self) -> list[str]:
-        return [f"{ch} U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed').lower()}" for ch in self.chars]
-
-def _choose_classes(reps: list, group: dict, n_classes: int, class_seed: int, why: str = "") -> list:
-    "`n_classes//2` characters of each script group drawn by `class_seed`, in a random order that mixes the groups."
-    per_group, rng, chosen = n_classes // 2, np.random.default_rng(class_seed), []
-    for g in (0, 1):
-        pool = [cp for cp in reps if group[cp] == g]
-        if len(pool) < per_group:
-            raise ValueError(f"GlyphConfig(n_classes={n_classes}) needs {per_group} classes per script group but group {g} "
-                             f"({GROUP_NAMES[g]}) has only {len(pool)} after removing homoglyphs{why}; lower n_classes "
-                             f"(at most {2*min(sum(group[c]==0 for c in reps), sum(group[c]==1 for c in reps))}) or raise homoglyph_threshold.")
-        chosen += [pool[i] for i in sorted(rng.choice(len(pool), per_group, replace=False))]
-    return [chosen[i] for i in rng.permutation(len(chosen))]
+        return [s + ' ' + ' + '.join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed').lower()}" for ch in s) for s in self.chars]
 
 @lru_cache(maxsize=4)
-def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None) -> GlyphClasses:
-    "Render, de-duplicate (homoglyphs) and select the `cfg.n_classes` classes of the stand-in (masks cached on disk)."
+def _usable_characters(size: int, box: float, threshold: float, font_rank: int, cache_root: str|None = None) -> dict:
+    """Render every candidate character (masks cached on disk), merge homoglyphs, keep each character's fonts that pass
+    the font check and the characters at least two fonts draw: `reps` (code points in `GLYPH_RANGES` order), `group`,
+    `rows` (cp -> rows of `masks`), `masks`, `fonts`, `merged`, `n_candidates`."""
     cache = ArtifactCache(cache_root)
-    spec = dict(version=GLYPH_VERSION, size=cfg.render_size, box=cfg.glyph_box, fonts=[f.name for f in glyph_fonts()])
-    raw = cache.get_or_make('glyph-masks', spec, lambda: _render_all_masks(cfg.render_size, cfg.glyph_box))
+    spec = dict(version=GLYPH_VERSION, size=size, box=box, fonts=[f.name for f in glyph_fonts()], ranges=[list(r) for r in GLYPH_RANGES])
+    raw = cache.get_or_make('glyph-masks', spec, lambda: _render_all_masks(size, box))
     fonts, keys, masks = raw['fonts'], raw['keys'], raw['masks']
     feats_all = _mask_features(masks)
     row = {(int(f), int(cp)): i for i, (f, cp) in enumerate(keys.tolist())}
     ref_ids = [fonts.index(f) for f in _REFERENCE_FONTS if f in fonts]
     cps = sorted({cp for f, cp in row if f == ref_ids[0]}, key=lambda cp: [i for i, (_, a, b) in enumerate(GLYPH_RANGES) if a <= cp <= b][0]*1e6 + cp)
     feats = {cp: [feats_all[row[(r, cp)]] if (r, cp) in row else None for r in ref_ids] for cp in cps}
-    rep = find_homoglyphs(feats, cfg.homoglyph_threshold)
+    rep = find_homoglyphs(feats, threshold)
     reps = [cp for cp in cps if rep[cp] == cp]
     merged = {chr(r): ''.join(chr(cp) for cp in cps if rep[cp] == r and cp != r) for r in reps}
-    # font check: the rendering of cp in font f must be among the `font_rank` closest representative classes
+    # font check: the rendering of cp in font f must be among the `font_rank` closest representative characters
     rep_idx = {cp: k for k, cp in enumerate(reps)}
     ref_rows = [(row[(r, cp)], rep_idx[rep[cp]]) for r in ref_ids for cp in cps if (r, cp) in row]
     R = feats_all[[i for i, _ in ref_rows]]; owner = torch.tensor([o for _, o in ref_rows])
@@ -212,38 +253,79 @@ def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None)
     sims = feats_all[[i for *_, i in cand]] @ R.T                                   # [n_cand, n_ref_rows]
     best = torch.full((len(cand), len(reps)), -2.0).scatter_reduce(1, owner.expand(len(cand), -1), sims, 'amax')
     own = torch.tensor([rep_idx[cp] for _, cp, _ in cand])
-    ok = ((best > best.gather(1, own[:, None])).sum(1) < cfg.font_rank).tolist()
+    ok = ((best > best.gather(1, own[:, None])).sum(1) < font_rank).tolist()
     usable = {cp: [] for cp in reps}; fails = np.zeros(len(fonts)); tries = np.zeros(len(fonts))
     for (f, cp, i), good in zip(cand, ok):
         tries[f] += 1; fails[f] += not good
         if good: usable[cp].append((f, i))
     bad_fonts = {f for f in range(len(fonts)) if tries[f] and fails[f] > tries[f]/2}
-    font_masks = {cp: [i for f, i in usable[cp] if f not in bad_fonts] for cp in reps}
-    reps = [cp for cp in reps if len(font_masks[cp]) >= 2]   # at least two fonts draw it
+    rows = {cp: [i for f, i in usable[cp] if f not in bad_fonts] for cp in reps}
+    reps = [cp for cp in reps if len(rows[cp]) >= 2]   # at least two fonts draw it
     group = {cp: 0 if _script_of(cp) in SCRIPT_GROUPS[0] else 1 for cp in reps}
-    taken = set() if cfg.exclude_classes_of is None else set(_choose_classes(reps, group, cfg.n_classes, cfg.exclude_classes_of))
-    chosen = _choose_classes([cp for cp in reps if cp not in taken], group, cfg.n_classes, cfg.class_seed,
-                             f" once the {len(taken)} classes of class_seed={cfg.exclude_classes_of} are left out" if taken else "")
-    return GlyphClasses(chars=[chr(cp) for cp in chosen], groups=np.array([group[cp] for cp in chosen], dtype=np.int64),
-                        scripts=[_script_of(cp) for cp in chosen], font_masks=[torch.tensor(font_masks[cp]) for cp in chosen],
-                        masks=masks, fonts=fonts, merged={chr(cp): merged[chr(cp)] for cp in chosen},
-                        n_candidates=len(cps))
+    return dict(reps=reps, group=group, rows=rows, masks=masks, mask_fonts=keys[:, 0], fonts=fonts, merged=merged, n_candidates=len(cps))
+
+def _deal_pools(reps: list, group: dict, class_seed: int) -> dict:
+    "family -> (its characters of group 0, of group 1): each group's characters shuffled by `class_seed` and dealt in turn."
+    rng, pools = np.random.default_rng(class_seed), {f: ([], []) for f in STANDIN_FAMILIES}
+    for g in (0, 1):
+        chars = [cp for cp in reps if group[cp] == g]
+        for i, j in enumerate(rng.permutation(len(chars))): pools[STANDIN_FAMILIES[i % len(STANDIN_FAMILIES)]][g].append(chars[j])
+    return pools
+
+@lru_cache(maxsize=4)
+def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None) -> GlyphClasses:
+    """The classes of every family's stand-in: the characters (rendered, homoglyphs merged, fonts checked) dealt into one
+    pool per family (`_deal_pools`), and for each family its `family_sizes` classes, half of each script group, each a
+    pair of its pool's characters of one group drawn without replacement by `class_seed`; its trained classes first,
+    then its evaluation-only ones, each in a random order that mixes the groups."""
+    u = _usable_characters(cfg.render_size, cfg.glyph_box, cfg.homoglyph_threshold, cfg.font_rank, cache_root)
+    pools, sizes = _deal_pools(u['reps'], u['group'], cfg.class_seed), family_sizes(cfg)
+    symbols = [cp for f in STANDIN_FAMILIES for g in (0, 1) for cp in pools[f][g]]
+    sym = {cp: i for i, cp in enumerate(symbols)}
+    parts, fams, trained, spans = [], [], [], {}
+    for fi, f in enumerate(STANDIN_FAMILIES):
+        t, e = sizes[f]; rng = np.random.default_rng([cfg.class_seed, 1 + fi]); roles = ([], [])
+        for g in (0, 1):
+            pool = pools[f][g]; k = len(pool); need = ((t + 1 - g)//2, (e + 1 - g)//2)   # group 0 takes an odd one
+            if sum(need) > k*k:
+                raise ValueError(f"the {f} stand-in needs {sum(need)} classes of script group {g} ({GROUP_NAMES[g]}) but its pool "
+                                 f"has {k} such characters, {k*k} ordered pairs; lower its classes (GlyphConfig n_classes, n_unseen, "
+                                 f"ijbc_subjects or family_classes) to at most {2*k*k} per role, or raise homoglyph_threshold")
+            pairs = [(pool[i//k], pool[i % k]) for i in rng.permutation(k*k)[:sum(need)]]
+            roles[0].extend(pairs[:need[0]]); roles[1].extend(pairs[need[0]:])
+        spans[f] = (len(parts), t, e)
+        for r, lst in enumerate(roles):
+            for i in rng.permutation(len(lst)): parts.append(lst[i]); fams.append(f); trained.append(r == 0)
+    # the cells of every usable font of every pool character, renumbered
+    used = sorted({i for cp in symbols for i in u['rows'][cp]}); where = {i: j for j, i in enumerate(used)}
+    cells = torch.from_numpy(np.stack([half_cell(u['masks'][i].numpy(), cfg.glyph_box) for i in used]))
+    nf = max(len(u['rows'][cp]) for cp in symbols)
+    sym_rows = torch.tensor([[where[i] for i in u['rows'][cp]] + [0]*(nf - len(u['rows'][cp])) for cp in symbols])
+    return GlyphClasses(chars=[chr(a) + chr(b) for a, b in parts], groups=np.array([u['group'][a] for a, _ in parts], dtype=np.int64),
+                        scripts=[f'{_script_of(a)}+{_script_of(b)}' for a, b in parts], families=np.array(fams),
+                        trained=np.array(trained), spans=spans, pools={f: ''.join(chr(cp) for g in (0, 1) for cp in pools[f][g]) for f in pools},
+                        symbols=''.join(map(chr, symbols)), parts=torch.tensor([[sym[a], sym[b]] for a, b in parts], dtype=torch.long),
+                        sym_rows=sym_rows, sym_fonts=torch.tensor([len(u['rows'][cp]) for cp in symbols]), cells=cells,
+                        cell_fonts=np.asarray(u['mask_fonts'])[used], fonts=u['fonts'],
+                        merged={chr(cp): u['merged'][chr(cp)] for cp in symbols}, n_candidates=u['n_candidates'])
 
 # %% ../nbs/01_glyphs.ipynb #c4e04ff8
 def _lum(c): return 0.299*c[..., 0] + 0.587*c[..., 1] + 0.114*c[..., 2]
 
 def render_glyphs(gc: GlyphClasses, labels: torch.Tensor, cfg: GlyphConfig, g: torch.Generator, chunk: int = 2048) -> torch.Tensor:
-    "Render one random image of each class in `labels` (LongTensor [N]): uint8 [N, 3, H, W]."
+    "Render one random image of each class in `labels` (LongTensor [N] of global classes of `gc`): uint8 [N, 3, H, W]."
     H, S = cfg.image_size, cfg.render_size
+    if S != gc.cells.shape[1]: raise ValueError(f"cfg.render_size={S} but the classes' masks are {gc.cells.shape[1]} pixels: pass the cfg of glyph_classes")
     out = torch.empty(len(labels), 3, H, H, dtype=torch.uint8)
     for s in range(0, len(labels), chunk):
-        lab = labels[s:s+chunk]; n = len(lab)
+        lab = torch.as_tensor(labels[s:s+chunk]); n = len(lab)
         u = lambda *shape: torch.rand(*shape, generator=g)
-        # font: one of the class's usable masks
-        nf = torch.tensor([len(gc.font_masks[c]) for c in lab.tolist()])
-        pick = (u(n)*nf).long().clamp(max=nf-1)
-        rows = torch.stack([gc.font_masks[c][k] for c, k in zip(lab.tolist(), pick.tolist())])
-        m = gc.masks[rows].float()[:, None]/255                                   # [n,1,S,S]
+        # fonts: one of the usable fonts of each character of the pair, drawn independently
+        sym = gc.parts[lab]                                                       # [n,2]
+        nf = gc.sym_fonts[sym]
+        pick = (u(n, 2)*nf).long().clamp(max=nf-1)
+        rows = gc.sym_rows[sym, pick]
+        m = torch.cat([gc.cells[rows[:, 0]], gc.cells[rows[:, 1]]], -1).float()[:, None]/255   # [n,1,S,S]
         # stroke: erode (k<0) / dilate (k>0) by k pixels of the mask
         lo, hi = cfg.stroke
         k = (u(n)*(hi-lo+1)).long().clamp(max=hi-lo) + lo
@@ -289,31 +371,44 @@ def render_glyphs(gc: GlyphClasses, labels: torch.Tensor, cfg: GlyphConfig, g: t
 def _pool_seed(seed: int, pool: str) -> int:
     return int(spec_key('glyph-pool', dict(seed=int(seed), pool=pool)), 16) % 2**63
 
-def make_glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0) -> dict:
-    "All images of the stand-in: a training pool (`n_train`/class) and a disjoint evaluation pool (`n_eval`/class)."
+@lru_cache(maxsize=4)
+def standin_normalization(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, n: int = 2048) -> tuple[list, list]:
+    """(mean, std) per channel of `n` images of classes spread over every family (a draw of their own): the one
+    normalisation of every stand-in dataset, as the papers normalise every dataset with ImageNet's statistics."""
     gc = glyph_classes(cfg)
-    out = dict(class_names=gc.class_names, chars=gc.chars, groups=gc.groups, scripts=gc.scripts)
-    for pool, n in (('train', cfg.n_train), ('eval', cfg.n_eval)):
-        labels = torch.arange(cfg.n_classes).repeat_interleave(n)
-        g = torch.Generator().manual_seed(_pool_seed(seed, pool))
-        out[pool] = render_glyphs(gc, labels, cfg, g)
+    x = render_glyphs(gc, torch.arange(n) % len(gc.chars), cfg, torch.Generator().manual_seed(_pool_seed(seed, 'normalization'))).float()/255
+    return x.mean((0, 2, 3)).tolist(), x.std((0, 2, 3)).tolist()
+
+def make_glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, family: str = 'imagenet') -> dict:
+    """The images of `family`'s stand-in: a training pool (`n_train` per class it may train on) and a disjoint evaluation
+    pool (`family_images` per class: every class, evaluation-only ones too). Labels are the family's own (0..t+e-1,
+    `GlyphClasses.spans`), `n_trained` = t; `mean`, `std` are `standin_normalization`."""
+    if family not in STANDIN_FAMILIES: raise ValueError(f"unknown stand-in family {family!r}; the families are {STANDIN_FAMILIES}")
+    gc = glyph_classes(cfg)
+    first, t, e = gc.spans[family]; sl = slice(first, first + t + e)
+    out = dict(family=family, n_trained=t, class_names=gc.class_names[sl], chars=gc.chars[sl], groups=gc.groups[sl], scripts=gc.scripts[sl])
+    for pool, n, k in zip(('train', 'eval'), family_images(cfg, family), (t, t + e)):
+        labels = torch.arange(k).repeat_interleave(n)
+        g = torch.Generator().manual_seed(_pool_seed(seed, f'{family}/{pool}'))
+        out[pool] = render_glyphs(gc, labels + first, cfg, g)
         out[f'{pool}_labels'] = labels
-    x = out['train'].float()/255
-    out['mean'] = x.mean((0, 2, 3)).tolist(); out['std'] = x.std((0, 2, 3)).tolist()
+    out['mean'], out['std'] = standin_normalization(cfg, seed)
     return out
 
-def glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, cache: ArtifactCache|None = None, rebuild: bool = False) -> dict:
-    """`make_glyph_universe`, cached on disk by (`GLYPH_VERSION`, `cfg`, `seed`) and in memory; `rebuild` regenerates it.
-    `cache`: the run context's cache unless given."""
+def glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, cache: ArtifactCache|None = None, rebuild: bool = False, *,
+                   family: str) -> dict:
+    """`make_glyph_universe` of `family`, cached on disk by (`GLYPH_VERSION`, `cfg`, `seed`, `family`) and in memory (the
+    last few families used); `rebuild` regenerates it. `cache`: the run context's cache unless given."""
     cache = cache or current_context().cache
-    key = (cfg, int(seed), str(cache.root))
+    key = (cfg, int(seed), family, str(cache.root))
     if rebuild or key not in _UNIVERSES:
-        spec = dict(version=GLYPH_VERSION, config=cfg, seed=int(seed))   # cfg, not asdict: see register_version above
-        _UNIVERSES.clear()   # keep one universe in memory (about 60 MB at tiny)
-        if rebuild: cache.save('glyphs', spec, make_glyph_universe(cfg, seed))
-        _UNIVERSES[key] = cache.get_or_make('glyphs', spec, lambda: make_glyph_universe(cfg, seed))
+        spec = dict(version=GLYPH_VERSION, config=cfg, seed=int(seed), family=family)   # cfg, not asdict: see register_version above
+        if rebuild: cache.save('glyphs', spec, make_glyph_universe(cfg, seed, family))
+        _UNIVERSES[key] = cache.get_or_make('glyphs', spec, lambda: make_glyph_universe(cfg, seed, family))
+    _UNIVERSES[key] = _UNIVERSES.pop(key)                          # most recently used last
+    while len(_UNIVERSES) > _UNIVERSES_KEPT: _UNIVERSES.pop(next(iter(_UNIVERSES)))
     return _UNIVERSES[key]
-_UNIVERSES = {}
+_UNIVERSES, _UNIVERSES_KEPT = {}, 4   # a family is about 18 MB at tiny
 
 # %% ../nbs/01_glyphs.ipynb #d332dd11
 class GlyphDataset(Dataset):

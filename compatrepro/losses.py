@@ -93,7 +93,7 @@ def normalized_softmax_logits(f: Tensor, W: Tensor, s: float = 30.) -> Tensor:
     "NormFace logits $z_j = s\\cos\\theta_j$ (BCT table 3, [34])."
     return s * cosine_logits(f, W)
 
-def cosface_logits(f: Tensor, W: Tensor, y: Tensor|None = None, s: float = 64., m: float = 0.4) -> Tensor:
+def cosface_logits(f: Tensor, W: Tensor, y: Tensor|None = None, s: float = 32., m: float = 0.4) -> Tensor:
     "CosFace (cosine margin) logits $z_j = s(\\cos\\theta_j - m[j=y])$ (BCT sec. 3.2, [35]); no margin if `y` is None."
     cos = cosine_logits(f, W)
     if y is None: return s * cos
@@ -174,20 +174,19 @@ def synthesized_classifier(phi_old: Tensor, y: Tensor, classes: Sequence[int]|Te
 
 # %% ../nbs/04_losses.ipynb #b13a6fc7
 def bct_kd_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, b_old: Tensor|None = None,
-                head: str = 'linear', s: float|None = None, T: float = 1., reduction: str = 'mean') -> Tensor:
-    "BCT sec. 2.5 KD: $T^2\\,\\mathrm{KL}(p_{old} \\| p_{new})$ between the fixed old classifier's softmax on $\\phi_{old}(x)$ and on $\\phi_{new}(x)$."
+                head: str = 'linear', s: float|None = None, reduction: str = 'mean') -> Tensor:
+    "BCT sec. 2.5 KD: $\\mathrm{KL}(p_{old} \\| p_{new})$ between the fixed old classifier's own softmax (App. A: at the head's scale $s$, its temperature) on $\\phi_{old}(x)$ and on $\\phi_{new}(x)$."
     fn = 'bct_kd_loss'
     _feats(fn, phi_new=phi_new, phi_old=phi_old)
-    if T <= 0: raise ValueError(f"{fn}: temperature T must be > 0, got {T}")
     W, b = W_old.detach(), None if b_old is None else b_old.detach()
     z_new = _head_logits(fn, _to_old_dim(fn, phi_new, W), W, None, head, b, s)
     with torch.no_grad(): z_old = _head_logits(fn, phi_old.detach(), W, None, head, b, s)
-    logp_new, logp_old = F.log_softmax(z_new / T, 1), F.log_softmax(z_old / T, 1)
+    logp_new, logp_old = F.log_softmax(z_new, 1), F.log_softmax(z_old, 1)
     kl = (logp_old.exp() * (logp_old - logp_new)).sum(1)
-    return _reduce(T * T * kl, reduction, fn)
+    return _reduce(kl, reduction, fn)
 
 def bct_kd_influence_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, y: Tensor, b_old: Tensor|None = None,
-                          head: str = 'linear', s: float|None = None, m: float|None = None, T: float = 1.,
+                          head: str = 'linear', s: float|None = None, m: float|None = None,
                           reduction: str = 'mean') -> Tensor:
     "Influence loss of $\\phi_{new-\\beta-kd}$ (BCT sec. 2.5, table 1): CE with $w_c^{old}$ for $y < N_{old}$, `bct_kd_loss` for new classes $y \\geq N_{old}$."
     fn = 'bct_kd_influence_loss'
@@ -198,7 +197,7 @@ def bct_kd_influence_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, y: Te
     if old.any():
         out = out.index_put((old.nonzero()[:, 0],), bct_influence_loss(phi_new[old], W_old, y[old], b_old, head, s, m, 'none'))
     if (~old).any():
-        out = out.index_put(((~old).nonzero()[:, 0],), bct_kd_loss(phi_new[~old], phi_old[~old], W_old, b_old, head, s, T, 'none'))
+        out = out.index_put(((~old).nonzero()[:, 0],), bct_kd_loss(phi_new[~old], phi_old[~old], W_old, b_old, head, s, 'none'))
     return _reduce(out, reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #fb17b82c
@@ -230,42 +229,61 @@ def focal_distillation_loss(phi_new: Tensor, phi_old: Tensor, focus: Tensor, alp
     return _reduce(w * (phi_new - phi_old.detach()).pow(2).mean(1), reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #26862bbe
-def _ract_sims(fn, phi_new, phi_old, y):
+def _ract_sims(fn, phi_new, phi_old, y, positive=None, keys=None):
+    """(positive similarity <phi_n(x), phi_o(x+)> (b,), new-to-old (b, K) and new-to-new (b, K) similarities with the
+    keys, same-class mask p(x) (b, K)); x+ = x unless `positive` names another row of the batch."""
     n = _feats(fn, phi_new=phi_new, phi_old=phi_old); _same_shape(fn, phi_new, 'phi_new', phi_old, 'phi_old')
     y = _labels(fn, y, n)
     fn_, fo = F.normalize(phi_new, dim=1), F.normalize(phi_old.detach(), dim=1)
-    same = y[:, None] == y[None, :]                       # p(x): same class, x included
-    return fn_ @ fo.T, fn_ @ fn_.T, same
+    if positive is None: s_pos = (fn_ * fo).sum(1)
+    else:
+        p = positive
+        if not isinstance(p, Tensor) or p.shape != (n,) or p.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"{fn}: positive must be an integer tensor of shape ({n},), the batch row of each anchor's positive")
+        if len(p) and (p.min() < 0 or p.max() >= n): raise ValueError(f"{fn}: positive names rows outside [0, {n})")
+        if not torch.equal(y[p], y): raise ValueError(f"{fn}: a positive is not of its anchor's class (p(x) holds the intra-class samples)")
+        s_pos = (fn_ * fo[p]).sum(1)
+    if keys is None: kn, ko, ky = fn_, fo, y
+    else:
+        if len(keys) != 3: raise ValueError(f"{fn}: keys must be (phi_new, phi_old, labels) of the batch the negatives come from")
+        kn, ko = keys[0], keys[1]
+        m = _feats(fn, keys_new=kn, keys_old=ko); _same_shape(fn, kn, 'keys[0]', ko, 'keys[1]')
+        if kn.shape[1] != fn_.shape[1]: raise ValueError(f"{fn}: keys have dimension {kn.shape[1]}, the anchors {fn_.shape[1]}")
+        kn, ko, ky = F.normalize(kn, dim=1), F.normalize(ko.detach(), dim=1), _labels(fn, keys[2], m)
+    same = y[:, None] == ky[None, :]                      # p(x): same class, x included
+    return s_pos, fn_ @ ko.T, fn_ @ kn.T, same
 
 def _check_tau(fn, *taus):
     for t in taus:
         if not t > 0: raise ValueError(f"{fn}: temperature must be > 0, got {t}")
 
-def comp_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, tau: float = 0.05, reduction: str = 'mean') -> Tensor:
-    "RACT eq. (5) $\\mathcal{L}_{comp}$: new-to-old positive vs. new-to-old negatives $k \\in \\mathcal{B}\\setminus p(x)$, temperature $\\tau$."
+def comp_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, tau: float = 0.05, reduction: str = 'mean',
+              positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
+    """RACT eq. (5) $\\mathcal{L}_{comp}$: new-to-old positive vs. new-to-old negatives $k \\in \\mathcal{B}\\setminus p(x)$, temperature $\\tau$
+    (`positive`: the row of each anchor's pre-sampled intra-class positive; `keys`: the batch of the negatives)."""
     fn = 'comp_loss'; _check_tau(fn, tau)
-    s_no, _, same = _ract_sims(fn, phi_new, phi_old, y)
-    pos = s_no.diagonal() / tau
+    s_pos, s_no, _, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
+    pos = s_pos / tau
     logits = torch.cat([pos[:, None], (s_no / tau).masked_fill(same, -math.inf)], 1)
     return _reduce(torch.logsumexp(logits, 1) - pos, reduction, fn)
 
 def ra_comp_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, tau: float = 0.05, tau_n2n: float|None = None,
-                 reduction: str = 'mean') -> Tensor:
+                 reduction: str = 'mean', positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
     "RACT eq. (6) $\\mathcal{L}_{ra-comp}$: eq. (5) plus new-to-new negatives in the denominator (their temperature `tau_n2n`, RACT table 7, defaults to $\\tau$)."
     fn = 'ra_comp_loss'; tau2 = tau if tau_n2n is None else tau_n2n; _check_tau(fn, tau, tau2)
-    s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y)
-    pos = s_no.diagonal() / tau
+    s_pos, s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
+    pos = s_pos / tau
     logits = torch.cat([pos[:, None], (s_no / tau).masked_fill(same, -math.inf),
                         (s_nn / tau2).masked_fill(same, -math.inf)], 1)
     return _reduce(torch.logsumexp(logits, 1) - pos, reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #334f6cc0
 def ra_comp_split_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, eta: float = 1., tau: float = 0.05,
-                       reduction: str = 'mean') -> Tensor:
+                       reduction: str = 'mean', positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
     "RACT eq. (13): $\\mathcal{L}_{comp}$ plus $\\eta$ times the same contrast against the new-to-new negatives."
     fn = 'ra_comp_split_loss'; _check_tau(fn, tau)
-    s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y)
-    pos = s_no.diagonal() / tau
+    s_pos, s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
+    pos = s_pos / tau
     t1 = torch.logsumexp(torch.cat([pos[:, None], (s_no / tau).masked_fill(same, -math.inf)], 1), 1) - pos
     t2 = torch.logsumexp(torch.cat([pos[:, None], (s_nn / tau).masked_fill(same, -math.inf)], 1), 1) - pos
     return _reduce(t1 + eta * t2, reduction, fn)
@@ -275,18 +293,20 @@ def _triplet_mean(hinge, neg):
     cnt = neg.sum(1)
     return (hinge * neg).sum(1) / cnt.clamp_min(1)
 
-def comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.8, reduction: str = 'mean') -> Tensor:
+def comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.8, reduction: str = 'mean',
+                      positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
     "RACT eq. (14), triplet form of $\\mathcal{L}_{comp}$: mean over negatives $k$ of $[\\langle\\phi_n(x),\\phi_o(k)\\rangle - \\langle\\phi_n(x),\\phi_o(x)\\rangle + m]_+$."
     fn = 'comp_triplet_loss'
-    s_no, _, same = _ract_sims(fn, phi_new, phi_old, y)
-    pos = s_no.diagonal()[:, None]
+    s_pos, s_no, _, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
+    pos = s_pos[:, None]
     return _reduce(_triplet_mean(F.relu(s_no - pos + m), ~same), reduction, fn)
 
-def ra_comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.8, reduction: str = 'mean') -> Tensor:
+def ra_comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.8, reduction: str = 'mean',
+                         positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
     "RACT eq. (15): eq. (14) plus the new-to-new hinge $[\\langle\\phi_n(x),\\phi_n(k)\\rangle - \\langle\\phi_n(x),\\phi_o(x)\\rangle + m]_+$."
     fn = 'ra_comp_triplet_loss'
-    s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y)
-    pos = s_no.diagonal()[:, None]
+    s_pos, s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
+    pos = s_pos[:, None]
     return _reduce(_triplet_mean(F.relu(s_no - pos + m) + F.relu(s_nn - pos + m), ~same), reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #3e5f8b7d

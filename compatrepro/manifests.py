@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_manifests.ipynb #605dce33
 from __future__ import annotations
-import json
+import copy, json
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from .core import atomic_path, progress, seeded_rng
 
 # %% auto #0
 __all__ = ['FAMILY_DIRS', 'MANIFEST_NAME', 'IMAGE_EXTS', 'IMAGENET_MEAN', 'IMAGENET_STD', 'FACE_FAMILIES', 'build_manifest',
-           'write_manifest', 'read_manifest', 'load_manifest', 'ManifestDataset']
+           'write_manifest', 'read_manifest', 'load_manifest', 'paper_image_size', 'image_transform', 'ManifestDataset']
 
 # %% ../nbs/02_manifests.ipynb #89f1f37b
 FAMILY_DIRS = dict(imagenet='imagenet', places365='places365', cifar100='cifar100', market1501='market1501',
@@ -128,9 +128,15 @@ def _m_gldv2(root: Path) -> pd.DataFrame:
     rows = [(_gld_path('train', i), lab, str(lid), 'train') for lab, (lid, ims) in enumerate(zip(tc.landmark_id, tc.images)) for i in ims.split()]
     df = pd.DataFrame(rows, columns=['path', 'label', 'class_name', 'split'])
     if (root/'retrieval_solution_v2.1.csv').exists():
-        sol = pd.read_csv(root/'retrieval_solution_v2.1.csv'); sol = sol[sol.images.astype(str) != 'None']
+        # GLDv2-test's queries are the Private ones (RACT sec. 5.1: "GLDv2-test contains 761,757 gallery images and 750
+        # query images"): the Public ones (Kaggle's leaderboard part) and the ignored rows (no landmark, images 'None',
+        # Usage 'Ignored') are left out; keep_default_na=False keeps the string None from being read as NaN
+        sol = pd.read_csv(root/'retrieval_solution_v2.1.csv', dtype=str, keep_default_na=False)
+        if not {'id', 'images', 'Usage'} <= set(sol.columns):
+            raise ValueError(f"{root/'retrieval_solution_v2.1.csv'} needs the columns id, images and Usage (Kaggle's file); it has {list(sol.columns)}")
+        sol = sol[(sol.Usage == 'Private') & (sol.images != 'None')]
         index_ids = pd.read_csv(_need(root/'index.csv', 'GLDv2 index.csv', how)).id.astype(str).tolist()
-        q = pd.DataFrame(dict(path=[_gld_path('test', i) for i in sol.id], label=-1, class_name='', split='query', positives=sol.images.astype(str)))
+        q = pd.DataFrame(dict(path=[_gld_path('test', i) for i in sol.id], label=-1, class_name='', split='query', positives=sol.images))
         g = pd.DataFrame(dict(path=[_gld_path('index', i) for i in index_ids], label=-1, class_name='', split='gallery'))
         df = pd.concat([df, q, g], ignore_index=True)
     return df
@@ -222,6 +228,18 @@ def load_manifest(family: str, data_root: str|Path) -> tuple[pd.DataFrame, Path]
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 FACE_FAMILIES = ('vggface2', 'imdbface', 'ijbc')
 
+def paper_image_size(family: str) -> int:
+    "The side of the square images a paper-scale model reads from `family`'s folder unless its spec names another (see the note above)."
+    return 112 if family in FACE_FAMILIES else 224
+
+def image_transform(size: int, train: bool):
+    "The ResNet recipe's transform at side `size`: `RandomResizedCrop` and a flip for training, `Resize` (by 256/224) and `CenterCrop` otherwise."
+    from torchvision import transforms as T
+    if int(size) < 8: raise ValueError(f"image size {size} is too small: give the side of the square input in pixels (e.g. 224)")
+    norm = [T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
+    return T.Compose(([T.RandomResizedCrop(size), T.RandomHorizontalFlip()] if train else
+                      [T.Resize(round(size*256/224)), T.CenterCrop(size)]) + norm)
+
 @lru_cache(maxsize=4)
 def _cifar_arrays(path: str) -> np.ndarray:
     import pickle
@@ -240,7 +258,8 @@ def _load_image(root: Path, rel: str):
 
 class ManifestDataset(Dataset):
     "A paper-scale split read from a manifest: images stream from disk (see the dataset contract above)."
-    def __init__(self, root: Path, rows: pd.DataFrame, class_names, *, name, part, description, family, train, **extra):
+    def __init__(self, root: Path, rows: pd.DataFrame, class_names, *, name, part, description, family, train,
+                 image_size: int|None = None, **extra):
         self.root, self.paths = Path(root), rows.path.tolist()
         self.labels = rows.label.to_numpy(np.int64); self.classes = np.unique(self.labels[self.labels >= 0])
         box = lambda b: tuple(float(x) for x in str(b).split()) if isinstance(b, str) and b.strip() else None
@@ -249,14 +268,16 @@ class ManifestDataset(Dataset):
         g = rows.group.to_numpy(np.int64) if 'group' in rows else None
         self.groups = g if g is not None and (g >= 0).any() else None
         self.name, self.part, self.scale, self.description, self.family, self.train = name, part, 'paper', description, family, train
-        s = 112 if family in FACE_FAMILIES else 224
-        self.image_size = (s, s)
-        from torchvision import transforms as T
-        norm = [T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
-        self.transform = T.Compose(([T.RandomResizedCrop(s), T.RandomHorizontalFlip()] if train else
-                                    [T.Resize(round(s*256/224)), T.CenterCrop(s)]) + norm)
+        s = int(image_size or paper_image_size(family))
+        self.image_size, self.transform = (s, s), image_transform(s, train)
         for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
         if extra: raise TypeError(f"unknown dataset attributes {sorted(extra)}")
+
+    def at_size(self, size: int) -> 'ManifestDataset':
+        "This split read at side `size`: a copy (the same files, labels and attributes) with its own transform."
+        out = copy.copy(self)
+        out.image_size, out.transform = (int(size), int(size)), image_transform(int(size), self.train)
+        return out
 
     def __len__(self): return len(self.paths)
     def __repr__(self): return f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes)"

@@ -23,7 +23,7 @@ __all__ = ['parse_metrics', 'roxford_relevance', 'Relevance', 'market_relevance'
            'kendall_tau', 'm_tilde', 'auc']
 
 # %% ../nbs/10_metrics.ipynb #7e5ab6f8
-_METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|rmAP@(\d+)|NFR@(\d+)|pos_flips@(\d+)|neg_flips@(\d+))$')
+_METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|NFR@(\d+)|pos_flips@(\d+)|neg_flips@(\d+))$')
 
 def parse_metrics(metrics) -> list[tuple[str, str, int | None]]:
     "Parse metric names into `(name, kind, k)`; kinds: top, mAP, mAP@, rmAP, NFR, pos_flips, neg_flips."
@@ -32,17 +32,18 @@ def parse_metrics(metrics) -> list[tuple[str, str, int | None]]:
     for name in metrics:
         mt = _METRIC_RE.match(str(name))
         if not mt:
-            raise ValueError(f"unknown metric {name!r}: use 'top<k>' (CMC), 'mAP', 'mAP@<k>' (GLDv2), 'rmAP' or "
-                             "'rmAP@<k>' (ROxford/RParis trapezoid AP), 'NFR@<k>', 'pos_flips@<k>', 'neg_flips@<k>'")
+            if str(name).startswith('rmAP@'):
+                raise ValueError(f"{name!r}: ROxford/RParis mAP has no cut-off; 'rmAP' is revisitop's compute_map over the whole ranking")
+            raise ValueError(f"unknown metric {name!r}: use 'top<k>' (CMC), 'mAP', 'mAP@<k>' (GLDv2), 'rmAP' "
+                             "(ROxford/RParis, revisitop's trapezoid AP), 'NFR@<k>', 'pos_flips@<k>', 'neg_flips@<k>'")
         g = mt.groups()
         if g[1]: kind, k = 'top', int(g[1])
         elif name == 'mAP': kind, k = 'mAP', None
         elif g[2]: kind, k = 'mAP@', int(g[2])
         elif name == 'rmAP': kind, k = 'rmAP', None
-        elif g[3]: kind, k = 'rmAP', int(g[3])
-        elif g[4]: kind, k = 'NFR', int(g[4])
-        elif g[5]: kind, k = 'pos_flips', int(g[5])
-        else: kind, k = 'neg_flips', int(g[6])
+        elif g[3]: kind, k = 'NFR', int(g[3])
+        elif g[4]: kind, k = 'pos_flips', int(g[4])
+        else: kind, k = 'neg_flips', int(g[5])
         if k is not None and k < 1: raise ValueError(f"metric {name!r}: k must be at least 1")
         out.append((name, kind, k))
     if not out: raise ValueError("metrics is empty: ask for at least one metric, e.g. ('top1', 'mAP')")
@@ -179,8 +180,7 @@ def per_query_values(s: torch.Tensor, c: torch.Tensor, npos: torch.Tensor, kind:
         i = torch.arange(P, device=s.device, dtype=torch.float64)[None, None]
         r = i + cd
         p0 = torch.where(r > 0, i / r.clamp_min(1), 1.)
-        keep = valid if k is None else valid & (r < k)
-        return torch.where(keep, (p0 + (i + 1) / (r + 1)) / 2, 0.).sum(-1) / np_
+        return torch.where(valid, (p0 + (i + 1) / (r + 1)) / 2, 0.).sum(-1) / np_
     raise ValueError(kind)
 
 # %% ../nbs/10_metrics.ipynb #5281353b

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_models.ipynb #a8a04a40
 from __future__ import annotations
-import math
+import contextlib, copy, functools, json, math
 from dataclasses import dataclass, asdict, field
 
 import torch
@@ -15,10 +15,10 @@ from torch import nn
 from .core import STANDIN_SCALES, check_scale
 
 # %% auto #0
-__all__ = ['HEAD_DEFAULTS', 'ARCHS', 'EMBEDDINGS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem', 'make_backbone', 'ModelConfig',
-           'EmbeddingModel', 'load_model', 'mlfct_embedding_block', 'to_device', 'autocast', 'lbr', 'mlp_blocks',
-           'FCTTransformation', 'RMTransformation', 'count_macs', 'make_transformation', 'transformation_artifact',
-           'load_transformation']
+__all__ = ['HEAD_DEFAULTS', 'ARCHS', 'RESNET_LAYOUTS', 'POOLINGS', 'EMBEDDINGS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem',
+           'narrow_resnet', 'GeM', 'make_backbone', 'ModelConfig', 'EmbeddingModel', 'load_model',
+           'mlfct_embedding_block', 'to_device', 'autocast', 'lbr', 'mlp_blocks', 'FCTTransformation',
+           'RMTransformation', 'count_macs', 'make_transformation', 'transformation_artifact', 'load_transformation']
 
 # %% ../nbs/05_models.ipynb #e927ebc7
 from .losses import HEADS as HEAD_KINDS, linear_logits, normalized_softmax_logits, cosface_logits, arcface_logits
@@ -99,15 +99,59 @@ def tiny_stem(model: nn.Module) -> nn.Module:
     nn.init.kaiming_normal_(model.conv1.weight, mode='fan_out', nonlinearity='relu')
     return model
 
-def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|None = None) -> tuple[nn.Module, int]:
-    "A torchvision trunk for `arch` whose forward gives pooled features, and their width (stand-in scales: a 32x32 stem)."
+RESNET_LAYOUTS = {'resnet10': ('BasicBlock', [1, 1, 1, 1]), 'resnet18': ('BasicBlock', [2, 2, 2, 2]),
+                  'resnet34': ('BasicBlock', [3, 4, 6, 3]), 'resnet50': ('Bottleneck', [3, 4, 6, 3]),
+                  'resnet101': ('Bottleneck', [3, 4, 23, 3]), 'resnet152': ('Bottleneck', [3, 8, 36, 3])}
+
+def narrow_resnet(arch: str, width: int, full_width_draws: bool = True) -> nn.Module:
+    """torchvision's ResNet `arch` with base width `width` (stages of width, 2, 4 and 8 times it; torchvision's is 64),
+    built by torchvision's own `_make_layer` and initialised as torchvision initialises it (zero-initialised residuals).
+    A narrow network starts from torchvision's full-width one, whose layers it then replaces: `full_width_draws` builds
+    that one for real, drawing its random weights first (the stand-in's models were initialised after those draws, so
+    their initial weights depend on them); False builds it on the meta device, drawing nothing (a paper-scale network
+    cut for a CPU rehearsal: a full-width ResNet-101 costs about a second to initialise, for nothing)."""
+    from torchvision.models import resnet as tvr
+    block, layers = RESNET_LAYOUTS[arch]
+    block = getattr(tvr, block)
+    if width == 64: return tvr.ResNet(block, layers, zero_init_residual=True)
+    with contextlib.nullcontext() if full_width_draws else torch.device('meta'):
+        m = tvr.ResNet(block, layers, zero_init_residual=True)
+    m.inplanes = width
+    m.conv1, m.bn1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False), nn.BatchNorm2d(width)
+    for i, n in enumerate(layers):
+        setattr(m, f'layer{i+1}', m._make_layer(block, width*2**i, n, stride=1 if i == 0 else 2))
+    m.fc = nn.Linear(8*width*block.expansion, 1000)
+    for mod in m.modules():
+        if isinstance(mod, nn.Conv2d): nn.init.kaiming_normal_(mod.weight, mode='fan_out', nonlinearity='relu')
+        elif isinstance(mod, nn.BatchNorm2d): nn.init.constant_(mod.weight, 1); nn.init.constant_(mod.bias, 0)
+    for mod in m.modules():
+        if isinstance(mod, tvr.Bottleneck): nn.init.constant_(mod.bn3.weight, 0)
+        elif isinstance(mod, tvr.BasicBlock): nn.init.constant_(mod.bn2.weight, 0)
+    return m
+
+class GeM(nn.Module):
+    r"Generalized-mean pooling of a feature map, $\big(\frac{1}{|X|}\sum_{x\in X}\max(x,\epsilon)^p\big)^{1/p}$ per channel, $p$ fixed (RACT's code)."
+    def __init__(self, p: float = 3., eps: float = 1e-6):
+        super().__init__(); self.p, self.eps = float(p), float(eps)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.adaptive_avg_pool2d(x.clamp(min=self.eps).pow(self.p), 1).pow(1/self.p)
+    def extra_repr(self): return f'p={self.p:g}, eps={self.eps:g}'
+
+POOLINGS = ('avg', 'gem')
+
+def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|None = None, width: int = 64,
+                  pooling: str = 'avg') -> tuple[nn.Module, int]:
+    """A torchvision trunk for `arch` whose forward gives pooled features, and their width (stand-in scales: a 32x32 stem);
+    `width`: a ResNet's base width (torchvision's 64; the stand-in's narrow networks use less); `pooling`: a ResNet's
+    global pooling, 'avg' (torchvision's) or 'gem' (`GeM`, RACT's code)."""
     if arch not in ARCHS: raise ValueError(f"arch={arch!r} is not supported; use one of {ARCHS}")
+    if width < 1 or (width != 64 and not arch.startswith('resnet')): raise ValueError(f"width={width}: a positive base width, for a ResNet only")
+    if pooling not in POOLINGS or (pooling != 'avg' and not arch.startswith('resnet')):
+        raise ValueError(f"pooling={pooling!r}: use one of {POOLINGS} ('gem' for a ResNet only)")
     small = check_scale(scale) in STANDIN_SCALES   # the 32x32 stand-in images
     if arch.startswith('resnet'):
-        if arch == 'resnet10':   # torchvision has no constructor for it; its ResNet class builds it
-            from torchvision.models.resnet import ResNet, BasicBlock
-            m = ResNet(BasicBlock, [1, 1, 1, 1], zero_init_residual=True)
-        else: m = getattr(torchvision.models, arch)(weights=None, zero_init_residual=True)
+        m = narrow_resnet(arch, width, full_width_draws=small)
+        if pooling == 'gem': m.avgpool = GeM()
         if small: tiny_stem(m)
         width = m.fc.in_features; m.fc = nn.Identity()
         return m, width
@@ -134,27 +178,36 @@ class ModelConfig:
     image_size: int|None = None
     embedding_relu: bool = False   # BCT Table 3's phi^ReLU: a ReLU after the embedding layer
     embedding: str = 'linear'      # 'linear' (a layer after pooling) or 'mlfct' (FCT's: the last block outputs d channels)
+    width: int = 64                # a ResNet's base width (64: torchvision's)
+    pooling: str = 'avg'           # a ResNet's global pooling: 'avg' or 'gem' (RACT's code)
+    head_bias: bool = True         # False: a bias-free linear classifier (RACT's code)
+    old_dim: int|None = None       # BCT sec. 3.6's linear transformer to the old model's dims (`to_old`); None: none
 
 class EmbeddingModel(nn.Module):
     r"A backbone with an embedding layer, $\phi(x)\in\mathbb{R}^d$, and its classifier head $\kappa$ (`model.head`)."
     def __init__(self, arch: str = 'resnet18', emb_dim: int = 128, class_ids=(), head: str = 'linear',
                  head_scale: float|None = None, head_margin: float|None = None, normalize: bool = False,
-                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False, embedding: str = 'linear'):
+                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False, embedding: str = 'linear',
+                 width: int = 64, pooling: str = 'avg', head_bias: bool = True, old_dim: int|None = None):
         super().__init__()
         if isinstance(class_ids, int): class_ids = range(class_ids)
         class_ids = tuple(int(c) for c in class_ids)
         if not class_ids: raise ValueError("class_ids is empty: give the global class ids the head classifies (e.g. ds.classes)")
         if int(emb_dim) <= 0: raise ValueError(f"emb_dim must be positive, got {emb_dim}")
         self.config = ModelConfig(arch, int(emb_dim), class_ids, head, head_scale, head_margin, bool(normalize), scale, image_size,
-                                  bool(embedding_relu), embedding)
+                                  bool(embedding_relu), embedding, int(width), pooling, bool(head_bias),
+                                  None if old_dim is None else int(old_dim))
         if embedding not in EMBEDDINGS: raise ValueError(f"embedding={embedding!r} is unknown; use one of {EMBEDDINGS}")
-        self.backbone, width = make_backbone(arch, scale, image_size)
+        self.backbone, width = make_backbone(arch, scale, image_size, int(width), pooling)
         if embedding == 'mlfct':
             if not arch.startswith('resnet'): raise ValueError(f"embedding='mlfct' is FCT's ResNet embedding; {arch} is not a ResNet")
             mlfct_embedding_block(self.backbone, int(emb_dim))
             self.embedding = nn.Identity()
         else: self.embedding = nn.Linear(width, emb_dim)
-        self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin, bias=embedding != 'mlfct')
+        self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin, bias=embedding != 'mlfct' and bool(head_bias))
+        if old_dim is not None and int(old_dim) <= 0: raise ValueError(f"old_dim must be positive, got {old_dim}")
+        # drawn last, so that the rest of the model starts from the same weights as without it
+        self.to_old = None if old_dim is None else nn.Linear(emb_dim, int(old_dim), bias=False)
 
     @property
     def emb_dim(self) -> int: return self.config.emb_dim
@@ -180,9 +233,15 @@ def load_model(artifact: dict, device: str|torch.device = 'cpu') -> EmbeddingMod
     if 'model' in artifact and 'config' not in artifact: artifact = artifact['model']
     if 'config' not in artifact or 'state_dict' not in artifact:
         raise ValueError("not a model artifact: expected a dict with 'config' and 'state_dict' (from EmbeddingModel.artifact())")
-    m = EmbeddingModel(**artifact['config'])
+    m = copy.deepcopy(_skeleton(json.dumps(artifact['config'], sort_keys=True)))
     m.load_state_dict(artifact['state_dict'])
     return m.to(device).eval()
+
+@functools.lru_cache(maxsize=4)
+def _skeleton(config: str) -> EmbeddingModel:
+    """A model of `config` (JSON) whose weights are to be overwritten: built once, copied for each load (a copy is several
+    times cheaper than building and initialising a ResNet), on a fork of the RNG, so that a load draws no random numbers."""
+    with torch.random.fork_rng(devices=[]): return EmbeddingModel(**json.loads(config))
 
 # %% ../nbs/05_models.ipynb #e51f2d42
 EMBEDDINGS = ('linear', 'mlfct')

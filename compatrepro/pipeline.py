@@ -13,12 +13,12 @@ from .core import RunContext, STANDIN_SCALES, current_context, get_device, regis
 from .data import get_split, split_versions
 from .models import load_model, load_transformation
 from .features import extract_features
-from .train import (BackboneSpec, TransformationSpec, backbone_key, compat_methods, compat_old, train_backbone,
-                               train_transformation, train_transformation_same_view, transformation_key)
+from .train import (BackboneSpec, TransformationSpec, backbone_key, compat_methods, compat_old, model_input,
+                               train_backbone, train_transformation, train_transformation_same_view, transformation_key)
 
 # %% auto #0
-__all__ = ['backbone_versions', 'transformation_versions', 'cached_backbone', 'get_backbone', 'features_key', 'get_features',
-           'cached_transformation', 'get_transformation']
+__all__ = ['backbone_versions', 'transformation_versions', 'cached_backbone', 'get_backbone', 'training_outcome', 'features_key',
+           'get_features', 'cached_transformation', 'get_transformation']
 
 # %% ../nbs/08_pipeline.ipynb #1a969f08
 def _known(versions: dict) -> dict:
@@ -66,26 +66,48 @@ def get_backbone(spec: BackboneSpec, device: str|None = None, ctx: RunContext|No
     ctx = ctx or current_context()
     return load_model(cached_backbone(spec, ctx), get_device(device or ctx.device))
 
+# %% ../nbs/08_pipeline.ipynb #5dc48d9d
+def training_outcome(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
+    """How the training of `spec` went, without raising when its loss diverges: {'epochs trained', 'first-epoch loss',
+    'last-epoch loss', 'diverged'} ('diverged' is 1 when an epoch's loss was not finite; the losses and the count are
+    those of the finite epochs, nan when there was none)."""
+    ctx = ctx or current_context()
+    try: history, diverged = cached_backbone(spec, ctx)['history'], 0
+    except FloatingPointError as e:
+        if f'of {spec.arch} on {spec.split} became' not in str(e): raise   # another model diverged (its old model, say)
+        ckpt = ctx.cache.checkpoint_path('backbone', backbone_key(spec))
+        history = torch.load(ckpt, map_location='cpu', weights_only=False)['history'] if ckpt.exists() else []
+        diverged = 1
+        ctx.note(backbone_versions(spec))
+    loss = [h['loss'] for h in history]
+    return {'epochs trained': len(loss), 'first-epoch loss': loss[0] if loss else float('nan'),
+            'last-epoch loss': loss[-1] if loss else float('nan'), 'diverged': diverged}
+
 # %% ../nbs/08_pipeline.ipynb #1cda3168
-def features_key(spec: BackboneSpec, split: str, part: str, data_seed: int|None = None) -> dict:
+def features_key(spec: BackboneSpec, split: str, part: str, data_seed: int|None = None, view: int|None = None) -> dict:
     """The cache key of the features of backbone `spec` on `split`/`part`; with the split's family version where it has
-    one (`SPLIT_FAMILY_VERSIONS`), so that features of a changed layout (other query or gallery images) are never reused."""
+    one (`SPLIT_FAMILY_VERSIONS`), so that features of a changed layout (other query or gallery images) are never reused,
+    and the augmented `view` where one is asked for."""
     key = {'model': backbone_key(spec), 'split': split, 'part': part,
            'data_seed': spec.data_seed if data_seed is None else int(data_seed)}
     if v := split_versions(split): key['layout'] = v
+    if view is not None: key['view'] = int(view)
     return key
 
 def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: bool = False, data_seed: int|None = None,
-                 dataset=None, batch_size: int = 512, ctx: RunContext|None = None) -> dict:
+                 dataset=None, batch_size: int = 512, view: int|None = None, ctx: RunContext|None = None) -> dict:
     """`{'features', 'labels'[, 'logits']}` of the backbone of `spec` on `split`/`part` (at `spec.scale`, data seed
-    `spec.data_seed` unless given), from the cache or extracted now. `dataset` replaces `get_split` (it must be that split)."""
+    `spec.data_seed` unless given), from the cache or extracted now. `dataset` replaces `get_split` (it must be that split).
+    The images are read at the size the model reads (`model_input`, `07_train`).
+    `view=k`: of the stand-in's augmented view $k$ of each image (see above) instead of the plain images."""
     ctx = ctx or current_context()
-    key = features_key(spec, split, part, data_seed)
+    key = features_key(spec, split, part, data_seed, view)
     def make():
         model = get_backbone(spec, ctx=ctx)
-        ds = dataset if dataset is not None else get_split(split, part, spec.scale, ctx.data_root, seed=key['data_seed'])
-        with stage(f'features of {spec.arch} ({spec.split}) on {split}/{part}'):
-            return extract_features(model, ds, batch_size, ctx.device, num_workers=ctx.workers, show_progress=ctx.progress)
+        ds = model_input(dataset if dataset is not None else get_split(split, part, spec.scale, ctx.data_root, seed=key['data_seed']), spec)
+        aug = {} if view is None else dict(augment=True, seed=int(view))
+        with stage(f'features of {spec.arch} ({spec.split}) on {split}/{part}' + ('' if view is None else f', view {view}')):
+            return extract_features(model, ds, batch_size, ctx.device, num_workers=ctx.workers, show_progress=ctx.progress, **aug)
     out = ctx.cache.get_or_make('features', key, make, what=f'features of {spec.arch} ({spec.split}) on {split}/{part}')
     ctx.note(backbone_versions(spec) | _known(split_versions(split)))   # the evaluated split's family layout (e.g. IJB-C)
     if logits:
@@ -109,12 +131,16 @@ def cached_transformation(spec: TransformationSpec, ctx: RunContext|None = None)
             with stage(f'training {what} on the same view of each image'):
                 return train_transformation_same_view(spec, old, new, ds, side, checkpoint=ckpt, device=ctx.device,
                                                       num_workers=ctx.workers, show_progress=ctx.progress)
-        fo, fn = (get_features(b, split, 'train', ctx=ctx) for b in (spec.old, spec.new))   # the un-augmented view
-        if not torch.equal(fo['labels'], fn['labels']): raise RuntimeError("old and new features are not of the same images")
-        side = get_features(spec.side_info, split, 'train', ctx=ctx)['features'] if spec.side_info is not None else None
+        views = range(spec.views) if spec.views else [None]            # None: the un-augmented view
+        feats = lambda b: [get_features(b, split, 'train', view=v, ctx=ctx) for v in views]
+        fo, fn = feats(spec.old), feats(spec.new)
+        if not all(torch.equal(o['labels'], n['labels']) for o, n in zip(fo, fn)):
+            raise RuntimeError("old and new features are not of the same images")
+        stack = lambda fs: torch.stack([f['features'] for f in fs]) if spec.views else fs[0]['features']
+        side = stack(feats(spec.side_info)) if spec.side_info is not None else None
         head = get_backbone(spec.new, ctx=ctx).head
         with stage(f'training {what}'):
-            return train_transformation(spec, fo['features'], fn['features'], fo['labels'], head, side, checkpoint=ckpt,
+            return train_transformation(spec, stack(fo), stack(fn), fo[0]['labels'], head, side, checkpoint=ckpt,
                                         device=ctx.device, show_progress=ctx.progress)
     art = ctx.cache.get_or_make('transformation', key, make, what=f'{spec.objective} transformation')
     ctx.note(transformation_versions(spec))

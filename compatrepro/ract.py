@@ -12,22 +12,24 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams
 from .data import get_split
-from .train import (BackboneSpec, CompatSpec, RACT_EMB_DIM, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
+from .train import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
                                ract_compat, ract_recipe)
 from .metrics import retrieval_metrics
 from .backfill import backfill_curve, random_order
 from .experiments import eval_features, query_relevance
+from .report import least, linear
 
 # %% auto #0
 __all__ = ['RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_FRACTIONS', 'RACT_TABLE_FRACTIONS', 'RACT_METHODS',
            'ract_test_name', 'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve',
-           'ract_old_point', 'ract_random_curves', 'record_ract_curve', 'plot_ract_curves', 'ract_table']
+           'ract_old_point', 'ract_random_curves', 'record_ract_curve', 'plot_ract_curves', 'within_share',
+           'ract_table']
 
 # %% ../nbs/17_ract.ipynb #4b58788d
 RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
                     'open-data': ('gldv2-open-data-old', 'gldv2-open-data-new'),
                     'open-class': ('gldv2-open-class-old', 'gldv2-open-class-new')}
-RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP@10'), 'RParis': ('rparis6k', 'rmAP@10')}   # sec. 5.1
+RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP'), 'RParis': ('rparis6k', 'rmAP')}   # sec. 5.1
 RACT_ARCHS = {'R50': ('resnet50', 'resnet10'), 'R101': ('resnet101', 'resnet18')}   # (paper, stand-in)
 RACT_FRACTIONS = np.round(np.linspace(0, 1, 11), 10)       # the curves' points
 RACT_TABLE_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)     # Tables 3-8's columns
@@ -57,15 +59,16 @@ def ract_pretrained(arch: str, params: ExperimentParams):
 def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=None, **kw) -> BackboneSpec:
     """RACT's backbone (App. A.1) on `split`: `arch` 'R50' or 'R101' (`RACT_ARCHS`), fine-tuned from `ract_pretrained`,
     augmented, with the compatibility term(s) `compat` seen through a second augmentation (Alg. 1); `kw` overrides any
-    `BackboneSpec` field (the ablations' batch size, `per_class` for the positive pre-sampler)."""
+    `BackboneSpec` field (the ablations' batch size, `per_class` for the positive pre-sampler, whose term then has
+    `positive='intra-class'`)."""
     if arch not in RACT_ARCHS: raise ValueError(f"arch={arch!r}: use one of {list(RACT_ARCHS)}")
     a = RACT_ARCHS[arch][1 if params.standin else 0]
-    base = backbone_spec(split, params.scale, params.seed, arch=a, emb_dim=RACT_EMB_DIM)
+    base = backbone_spec(split, params.scale, params.seed, arch=a, **RACT_MODEL)
     if params.standin: e, b = (RACT_STANDIN_EPOCHS[a] if params.scale == 'tiny' else base.epochs), base.batch_size
     else: e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
     spec = ract_recipe(replace(base, **({'epochs': e, 'batch_size': b, 'warmup_epochs': 0.} | params.overrides)))   # no warm-up in RACT's schedule
-    return replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
-                   compat_views=1 if compat is None else 2, **kw)
+    return params.fit(replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
+                              compat_views=1 if compat is None else 2, **kw))
 
 def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101', methods=('vanilla', 'ours'),
                extra: dict|None = None, **kw) -> dict:
@@ -125,12 +128,16 @@ def ract_random_curves(specs: dict, test: str, params: ExperimentParams, rows, f
 
 def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
     """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
-    the uncertainty orders are compared by) and its largest drop between consecutive points."""
+    the uncertainty orders are compared by, and `mean NFR@1`), its largest drop between consecutive points and its
+    regression: the drop from its 0 % point to its lowest point (`drop to the lowest <metric>`, 0 when it never falls
+    below its start)."""
     add = lambda k, v: book.add(item, method, k, float(v), dataset=dataset)
     for t, row in curve.iterrows():
         add(f'{metric} at {_pct(t)}', row[metric]); add(f'NFR@1 at {_pct(t)}', row['NFR@1'])
-    add(f'largest drop of {metric}', np.max(-np.diff(curve[metric].to_numpy()), initial=0.))
-    add(f'mean {metric}', curve[metric].mean())
+    v = curve[metric].to_numpy()
+    add(f'largest drop of {metric}', np.max(-np.diff(v), initial=0.))
+    add(f'drop to the lowest {metric}', v[0] - v.min())
+    add(f'mean {metric}', v.mean()); add('mean NFR@1', curve['NFR@1'].mean())
 
 def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bool = True):
     """RACT's figures: one column per panel ({panel: {method: curve}}), `metric` on top (one name, or {panel: name}
@@ -152,6 +159,12 @@ def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bo
         axs[0, j].legend(fontsize=7)
     fig.suptitle(title, fontsize=10); fig.tight_layout()
     return fig
+
+def within_share(a: tuple, b: tuple, share: float) -> list:
+    r"""The margin of record `a` being within `share` of record `b`'s value, $share\cdot|b| - |a - b|$ (for $b > 0$):
+    Tables 5-8's "similar results", a band relative to the table's scale (the stand-in's mAP is 60, the paper's 10-15)."""
+    if not 0 < share < 1: raise ValueError(f"share={share!r}: a fraction of b, in (0, 1)")
+    return least(linear({tuple(a): -1., tuple(b): 1. + share}), linear({tuple(a): 1., tuple(b): share - 1.}))
 
 def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None = None, fractions=RACT_TABLE_FRACTIONS,
                dataset: str|None = None) -> pd.DataFrame:

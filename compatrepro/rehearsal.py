@@ -14,16 +14,19 @@ from PIL import Image
 from .core import ExperimentParams, atomic_write_text, default_out_dir, is_claims_notebook, seeded_rng
 from .glyphs import GlyphConfig, glyph_classes, render_glyphs
 from .manifests import FAMILY_DIRS
+from .models import narrow_resnet
 from .data import SPLITS, STANDIN_ONLY_FAMILIES, describe_split, get_split, list_splits
 from .runs import NotebookJob, experiment_notebooks, find_nbs_dir, run_notebooks
 from .report import write_summary
 from .bct import face_data, face_features
 from .ract import RACT_ALLOCATIONS, RACT_ARCHS, RACT_TESTS, ract_pretrained
 from .rm import RM_DATASETS, rm_specs
+from .train import BackboneSpec, TransformationSpec
 
 # %% auto #0
-__all__ = ['REHEARSAL_DATASETS', 'REHEARSAL_CLASSES', 'PRETRAINED_ARCHS', 'REHEARSAL_NOTE', 'write_rehearsal_tree',
-           'rehearsal_splits', 'notebook_datasets', 'missing_datasets', 'missing_message', 'failure_cause', 'rehearse']
+__all__ = ['REHEARSAL_DATASETS', 'REHEARSAL_CLASSES', 'PRETRAINED_ARCHS', 'REHEARSAL_NOTE', 'RECIPE_MAX_BATCH',
+           'write_rehearsal_tree', 'rehearsal_splits', 'notebook_datasets', 'missing_datasets', 'missing_message',
+           'failure_cause', 'rehearse']
 
 # %% ../nbs/19_rehearsal.ipynb #a3a6a41d
 REHEARSAL_DATASETS = tuple(FAMILY_DIRS.values()) + ('pretrained',)   # the folders of data_prep/README.md
@@ -188,11 +191,13 @@ def _imdbface(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     for c, nm in enumerate(sorted(f'nm{x:07d}' for x in rng.choice(10**7, C, replace=False))):
         for i in range(kt): paint.save(c, d/nm/f'{nm}_{i + 1:04d}.jpg', (40, 48))
 
-def _pretrained(d: Path, seed: int):
-    "pretrained/<arch>.pth: a seeded random torchvision ResNet's state dict (see the reproduction note), fc.* included."
+def _pretrained(d: Path, seed: int, width: int = 64):
+    """pretrained/<arch>.pth: a seeded random torchvision ResNet's state dict (see the reproduction note), fc.* included;
+    `width` below torchvision's 64 for a rehearsal of narrowed ResNets (`narrow_resnet`)."""
     for arch in PRETRAINED_ARCHS:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed); sd = getattr(torchvision.models, arch)(weights=None).state_dict()
+            torch.manual_seed(seed)
+            sd = (getattr(torchvision.models, arch)(weights=None) if width == 64 else narrow_resnet(arch, width)).state_dict()
         torch.save(sd, d/f'{arch}.pth')
 
 _WRITERS = dict(imagenet=_imagenet, places365=_places365, cifar100=_cifar100, market1501=_market1501, vggface2=_vggface2,
@@ -201,10 +206,10 @@ _WRITERS = dict(imagenet=_imagenet, places365=_places365, cifar100=_cifar100, ma
 
 # %% ../nbs/19_rehearsal.ipynb #fc2a4a39
 def write_rehearsal_tree(root: str|Path, images_per_class: int = 2, datasets=None, seed: int = 0,
-                         classes: dict|None = None, train_images_per_class: int|None = None) -> Path:
+                         classes: dict|None = None, train_images_per_class: int|None = None, width: int = 64) -> Path:
     """Write under `root` a small copy of each dataset folder of `datasets` (default: all of `REHEARSAL_DATASETS`) in its
     real layout (see above), `images_per_class` images per class and split (`train_images_per_class` in the training
-    folders, if given), `classes` overriding `REHEARSAL_CLASSES`. A folder that exists is replaced. Returns `root`, a
+    folders, if given), `classes` overriding `REHEARSAL_CLASSES`, the pre-trained ResNets at base `width`. A folder that exists is replaced. Returns `root`, a
     `data_root` for `get_split(..., scale='paper')`."""
     root, datasets = Path(root), REHEARSAL_DATASETS if datasets is None else tuple(datasets)
     bad = sorted(set(datasets) - set(REHEARSAL_DATASETS))
@@ -218,18 +223,19 @@ def write_rehearsal_tree(root: str|Path, images_per_class: int = 2, datasets=Non
         d = root/name
         if d.exists(): shutil.rmtree(d)
         d.mkdir(parents=True)
-        if name == 'pretrained': _pretrained(d, seed)
+        if name == 'pretrained': _pretrained(d, seed, width)
         else: _WRITERS[family[name]](d, paint, k, kt, C[family[name]], seeded_rng(seed, 'rehearsal', name))
     return root
 
-def rehearsal_splits(root: str|Path) -> pd.DataFrame:
+def rehearsal_splits(root: str|Path, folders=None) -> pd.DataFrame:
     """Every part of every split name (`list_splits`) read with `get_split(name, part, scale='paper', data_root=root)`:
-    one row each with its dataset folder, images and classes. The stand-in-only names (`STANDIN_ONLY_FAMILIES`) are left
-    out: at paper scale they are the torchvision weights in `pretrained/`. An unreadable split raises."""
+    one row each with its dataset folder, images and classes; only the splits of the dataset `folders` if given. The
+    stand-in-only names (`STANDIN_ONLY_FAMILIES`) are left out: at paper scale they are the torchvision weights in
+    `pretrained/`. An unreadable split raises."""
     rows = []
     for name in list_splits():
         d = describe_split(name)
-        if d['family'] in STANDIN_ONLY_FAMILIES: continue
+        if d['family'] in STANDIN_ONLY_FAMILIES or (folders is not None and FAMILY_DIRS[d['family']] not in folders): continue
         for part in d['parts']:
             ds = get_split(name, part, scale='paper', data_root=root)
             rows.append(dict(split=name, part=part, folder=FAMILY_DIRS[d['family']], images=len(ds), classes=len(ds.classes)))
@@ -242,7 +248,8 @@ def _data_of_names() -> dict:
     P = ExperimentParams(scale='paper', data_root='.')
     side = rm_specs(P, next(iter(RM_DATASETS.values())), baselines=())['side'].split
     rm_reads = {'rm_data', 'rm_specs', 'rm_eval'}   # an RM upgrade's name alone (e.g. for its block count) reads nothing
-    out = {k: ((d.old, d.new), rm_reads) for k, d in RM_DATASETS.items()} | {'rm_specs': ((side,), None)}
+    # Table 1's comparison (rm_comparison, or rm_specs named directly) reads the side-information model's split too
+    out = {k: ((d.old, d.new), rm_reads) for k, d in RM_DATASETS.items()} | dict.fromkeys(('rm_specs', 'rm_comparison'), ((side,), None))
     out |= {k: (tuple(v), None) for k, v in RACT_ALLOCATIONS.items()} | {k: ((s,), None) for k, (s, _) in RACT_TESTS.items()}
     out |= {'RACT_ALLOCATIONS': (tuple(s for v in RACT_ALLOCATIONS.values() for s in v), None),
             'RACT_TESTS': (tuple(s for s, _ in RACT_TESTS.values()), None)}
@@ -323,6 +330,7 @@ def failure_cause(executed: str|Path|None = None, error: str = '') -> str:
 REHEARSAL_NOTE = ("A rehearsal: the notebook ran at scale='paper' on a generated tree of glyph images laid out like the "
                   "paper datasets (compatrepro.rehearsal), with its training cut short. Its numbers mean nothing and are not results.")
 _WARMUP = re.compile(r'warmup_epochs=([\d.]+) is longer than epochs=(\d+)')
+RECIPE_MAX_BATCH = max(BackboneSpec.batch_size, TransformationSpec.batch_size)   # the largest batch of a paper recipe
 
 def _check_out(out: Path):
     "Refuse an output folder that holds (or is) real results."
@@ -340,12 +348,14 @@ def _mark(res: Path, job: NotebookJob, seed: int, info: dict):
     atomic_write_text(p, json.dumps(prov, indent=1) + '\n')
 
 def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str = 'cpu', only: list[str]|None = None,
-             seed: int = 0, epochs: int = 1, batch_size: int = 4, jobs: int = 2, threads: int|None = 1,
+             seed: int = 0, epochs: int = 1, batch_size: int|None = 4, jobs: int = 2, threads: int|None = 1,
              images_per_class: int = 2, timeout: int|None = None, nbs: str|Path|None = None, show: bool = True,
-             train_images_per_class: int|None = None) -> pd.DataFrame:
+             train_images_per_class: int|None = None, image_size: int|None = None, width: int|None = None) -> pd.DataFrame:
     """Run every experiment notebook (or those `only`'s regular expressions select) at `scale='paper'` on a generated
-    tree (see above), `epochs` and `batch_size` cut short, `jobs` at a time with `threads` CPU threads each, each killed
-    after `timeout` seconds if given. Returns one row per notebook: ok, seconds (a run again with more epochs included),
+    tree (see above), `epochs` and `batch_size` cut short (`batch_size=None`: each recipe's own batch, with the learning
+    rate the recipe pairs with it, as on a GPU), `jobs` at a time with `threads` CPU threads each, each killed
+    after `timeout` seconds if given, every backbone reading `image_size` px and every ResNet of base `width` where
+    given (CI's 64 px and 16: see the note above; None keeps the recipes'). Returns one row per notebook: ok, seconds (a run again with more epochs included),
     epochs used, records written, the dataset folders it was given, and the one-line cause of a failure."""
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix='compatrepro-rehearsal-'))
     _check_out(out)
@@ -354,11 +364,21 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
     used = sorted({f for v in needs.values() for f in v})
     if data is None:
         data = out/'data'
-        t0 = time.time(); write_rehearsal_tree(data, images_per_class, used, seed, train_images_per_class=train_images_per_class)
+        t0 = time.time(); write_rehearsal_tree(data, images_per_class, used, seed, train_images_per_class=train_images_per_class,
+                                            width=width or 64)
         if show: print(f"rehearsal tree of {', '.join(used) or 'no dataset'} written to {data} in {time.time() - t0:.0f} s")
     data = Path(data).resolve()
     lacking = missing_datasets(notebooks, data)
     if lacking: raise FileNotFoundError('the rehearsal tree lacks what the notebooks need:\n' + '\n'.join(missing_message(lacking)))
+    sizes = rehearsal_splits(data, [f for f in used if f != 'pretrained'])
+    need = int(batch_size) if batch_size is not None else RECIPE_MAX_BATCH
+    short = sizes[(sizes.part == 'train') & (sizes.images < need)] if len(sizes) else sizes
+    if len(short):   # before anything runs: a model would stop at its first epoch, fewer images than one batch
+        r = short.sort_values('images').iloc[0]
+        what = f"batch_size={batch_size} is" if batch_size is not None else f"the recipes' batches (up to {need}) are"
+        raise ValueError(f"{what} more than the {r.images} training images of {r.split} in the tree {data} "
+                         f"({r.classes} classes); write a tree with more training images per class (train_images_per_class, "
+                         f"--train-images-per-class) or rehearse with a smaller batch")
     res, cache = out.resolve()/'paper', out.resolve()/'cache'
     res.mkdir(parents=True, exist_ok=True)
     (res/'REHEARSAL.md').write_text(f"# Rehearsal\n\n{REHEARSAL_NOTE}\n\nTree: {data}\n")
@@ -367,12 +387,14 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
         if root.exists(): shutil.rmtree(root)
         root.mkdir(parents=True)
         for f in needs[nb.stem]: (root/f).symlink_to(data/f, target_is_directory=True)
-        params = dict(seed=int(seed), scale='paper', data_root=str(root), device=device, epochs=int(e), batch_size=int(batch_size), rehearsal=True)
+        params = dict(seed=int(seed), scale='paper', data_root=str(root), device=device, epochs=int(e), rehearsal=True)
+        params |= {k: int(v) for k, v in dict(batch_size=batch_size, image_size=image_size, width=width).items() if v is not None}
         return NotebookJob(nb, res/'notebooks'/f'{nb.stem}.seed{seed}.ipynb', params, name=f'{nb.stem} (rehearsal)', cwd=nbs_dir,
                            timeout=timeout, env={'COMPATREPRO_OUT_DIR': str(out.resolve()), 'COMPATREPRO_CACHE': str(cache)})
     done = {}
     def on_done(j):
-        info = dict(note=REHEARSAL_NOTE, tree=str(data), epochs=j.params['epochs'], batch_size=j.params['batch_size'])
+        info = dict(note=REHEARSAL_NOTE, tree=str(data), epochs=j.params['epochs'], batch_size=j.params.get('batch_size', 'recipe'),
+                    image_size=j.params.get('image_size'), width=j.params.get('width'))
         _mark(res, j, seed, info); done[j.nb.stem] = j
     first = [job(nb, epochs) for nb in notebooks if not is_claims_notebook(nb)]
     run_notebooks(first, jobs, threads, show=show, on_done=on_done)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_report.ipynb #2b77449b
 from __future__ import annotations
-import ast, copy, hashlib, json, os, platform, re, sys, time
+import ast, atexit, copy, functools, hashlib, json, os, platform, re, sys, time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -16,12 +16,15 @@ from .core import (RECORD_COLUMNS, atomic_path, atomic_write_text, current_conte
                               read_records, write_records)
 
 # %% auto #0
-__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'VERDICTS', 'aggregate_records', 'repo_root', 'paper_values',
-           'paper_value', 'fmt_mean_std', 'paper_table', 'table_caption', 'summary_markdown', 'write_summary',
-           'file_digest', 'find_notebook', 'cpu_model', 'machine_info', 'code_digest', 'names_used', 'Definition',
-           'module_definitions', 'library_definitions', 'name_digest', 'code_closure', 'notebook_code',
-           'notebook_code_hash', 'run_dependencies', 'library_changes', 'linear', 'diff', 'above', 'below', 'least',
-           'near', 'order', 'make_claim', 'claim_refs', 'claim_margins', 'claim_verdict', 'claims_table', 'RecordBook']
+__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS',
+           'EXPECTED_VERDICTS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'SAVE_EVERY_S',
+           'aggregate_records', 'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table',
+           'table_caption', 'summary_markdown', 'write_summary', 'file_digest', 'find_notebook', 'cpu_model',
+           'machine_info', 'code_digest', 'names_used', 'Definition', 'module_definitions', 'library_definitions',
+           'name_digest', 'code_closure', 'notebook_code', 'notebook_code_hash', 'run_dependencies', 'library_changes',
+           'linear', 'diff', 'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'load_claims',
+           'claim_refs', 'claim_margins', 'claim_band', 'claim_verdict', 'expected_verdicts', 'differing_verdicts',
+           'claims_table', 'claims_problems', 'save_open_books', 'RecordBook']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -62,11 +65,15 @@ def paper_values(path: str|Path|None = None) -> pd.DataFrame:
         _PAPER_VALUES[path] = df.astype({'value': float})
     return _PAPER_VALUES[path]
 
+@functools.lru_cache(maxsize=None)
+def _paper_value_index() -> dict:
+    pv = paper_values()
+    return dict(zip(zip(pv.paper, pv['item'], pv.method, pv.metric), pv.value))
+
 def paper_value(paper: str, item: str, method: str, metric: str) -> float|None:
     "The paper's own number for (paper, item, method, metric), or None when the paper prints none."
-    pv = paper_values()
-    r = pv[(pv.paper == paper) & (pv['item'] == item) & (pv.method == method) & (pv.metric == metric)]
-    return float(r.value.iloc[0]) if len(r) else None
+    v = _paper_value_index().get((paper, item, method, metric))   # a lookup per record a notebook adds: a dict, not a scan
+    return None if v is None else float(v)
 
 # %% ../nbs/12_report.ipynb #fa04a0b8
 def fmt_mean_std(mean: float, std: float, n: int, digits: int = 2) -> str:
@@ -216,9 +223,24 @@ def library_definitions(pkg_dir: str|Path|None = None) -> dict[str, list[Definit
     if key not in _DEFINITIONS:
         out = {}
         for f in files:
-            for d in module_definitions(f.read_text(encoding='utf-8'), f.stem): out.setdefault(d.name, []).append(d)
+            for d in _kept_module_definitions(f): out.setdefault(d.name, []).append(d)
         _DEFINITIONS.clear(); _DEFINITIONS[key] = out
     return _DEFINITIONS[key]
+
+def _kept_module_definitions(f: Path) -> list[Definition]:
+    """`module_definitions` of the file `f`, kept in the artifact cache's `definitions/` under the file's text, this
+    module's (which defines the digests) and Python's version (which shapes the syntax tree): every notebook run records
+    what it reaches, and parsing the package took seconds of each."""
+    src = f.read_text(encoding='utf-8')
+    me = (Path(compatrepro.__file__).parent/'report.py').read_text(encoding='utf-8')
+    key = hashlib.sha256('\0'.join([src, f.stem, me, sys.version]).encode()).hexdigest()[:24]
+    p = current_context().cache.root/'definitions'/f'{key}.json'
+    try: return [Definition(d['module'], d['name'], d['digest'], frozenset(d['uses'])) for d in json.loads(p.read_text())]
+    except (OSError, ValueError, KeyError, TypeError): pass
+    defs = module_definitions(src, f.stem)
+    try: atomic_write_text(p, json.dumps([dict(module=d.module, name=d.name, digest=d.digest, uses=sorted(d.uses)) for d in defs]))
+    except OSError: pass   # a cache that cannot be written: parse again next time
+    return defs
 
 def name_digest(defs: list[Definition]) -> str:
     "The digest of a name: its definition's, or of all of them where modules share the name."
@@ -292,64 +314,212 @@ def least(*margins) -> list: return [t for m in margins for t in m]
 def near(a: tuple, b: tuple, tol: float) -> list:
     "The margin of `a` and `b` being equal up to `tol`: $tol - |a - b|$."
     return least(linear({tuple(a): 1., tuple(b): -1.}, tol), linear({tuple(a): -1., tuple(b): 1.}, tol))
+CLOSE_WITHIN = 1.0   # points: our bound where a paper says "close to" / "little effect" without one
+
+def close_to(a: tuple, b: tuple, within: float = CLOSE_WITHIN, band: float = 0.5) -> list:
+    r"""The margin of records `a` and `b` differing by less than `within` ($|a - b| <$ `within`) under a claim's `band`
+    (its `min_effect`): `near(a, b, within + band)`, so that the claim holds when the difference is below `within`."""
+    if within <= 0 or band < 0: raise ValueError(f"close_to needs within > 0 and band >= 0, got within={within}, band={band}")
+    return near(a, b, within + band)
 def order(item: str, methods: list, metric: str) -> list:
     "The margin of `methods` being in decreasing order of `metric` in `item`."
     return least(*[diff((item, a, metric), (item, b, metric)) for a, b in zip(methods, methods[1:])])
 
-def make_claim(text: str, margin: list, min_effect: float = 0.5, expect: str = 'holds', reason: str = '', notebook: str = '') -> dict:
-    "A claim as data (see above)."
-    if expect not in VERDICTS: raise ValueError(f"expect={expect!r}: use one of {VERDICTS}")
-    if expect != 'holds' and not reason.strip(): raise ValueError(f"claim {text!r} is expected to {expect!r}: say why (reason=...)")
+CLAIM_KINDS = ('finding', 'check')
+EXPECTED_VERDICTS_COLUMNS = ['notebook', 'claim', 'expect', 'reason', 'declared']
+DIFFERING_VERDICTS_COLUMNS = ['notebook', 'claim', 'verdict', 'reason']
+
+def make_claim(text: str, margin: list, min_effect: float = 0.5, kind: str = 'finding', rel_effect: float|None = None,
+               notebook: str = '') -> dict:
+    "A claim as data (see above): a `kind='finding'` of the paper or a `kind='check'`; `rel_effect` replaces `min_effect`."
+    if kind not in CLAIM_KINDS: raise ValueError(f"claim {text!r}: kind={kind!r}; use one of {CLAIM_KINDS}")
     if not margin: raise ValueError(f"claim {text!r} has an empty margin")
-    return dict(text=text, margin=margin, min_effect=float(min_effect), expect=expect, reason=reason, notebook=notebook)
+    if rel_effect is not None and not 0 < rel_effect < 1:
+        raise ValueError(f"claim {text!r}: rel_effect={rel_effect!r} is a fraction of a record's magnitude, in (0, 1)")
+    return dict(text=text, margin=margin, min_effect=float(min_effect), kind=kind,
+                rel_effect=None if rel_effect is None else float(rel_effect), notebook=notebook)
+
+def load_claims(path: str|Path) -> list[dict]:
+    """The claims a notebook declared (`claims/<notebook>.json`), as `make_claim` makes them; files written before claims
+    had a kind read as findings, and the verdicts they carried (`expect`, `reason`) are left out: expected verdicts
+    live in `docs/expected_verdicts.csv`."""
+    return [make_claim(c['text'], c['margin'], c.get('min_effect', 0.5), c.get('kind', 'finding'), c.get('rel_effect'),
+                       c.get('notebook', '')) for c in json.loads(Path(path).read_text())]
 
 def claim_refs(claim: dict) -> list[tuple]:
     "The records `(item, method, metric)` a claim names."
     return list(dict.fromkeys((i, m, k) for t in claim['margin'] for i, m, k, _ in t['refs']))
 
-def claim_margins(claim: dict, records: pd.DataFrame) -> dict:
-    "{seed: margin} of `claim` on `records` (every seed that has records of its notebook); a missing number is an error."
+def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False):
+    "(seeds, value lookup) of the records of `claim`'s notebook; with `skip_incomplete` only the seeds with every record it names."
     r = records if 'notebook' not in records else records[records.notebook == claim['notebook']]
-    v = r.set_index(['seed', 'item', 'method', 'metric']).value
-    out = {}
-    for seed in sorted(r.seed.unique()):
-        forms = []
-        for t in claim['margin']:
-            tot = t['const']
-            for i, m, k, c in t['refs']:
-                if (seed, i, m, k) not in v.index:
-                    raise KeyError(f"claim {claim['text']!r}: seed {seed} has no record ({i!r}, {m!r}, {k!r}) "
-                                   f"of {claim['notebook'] or 'its notebook'}")
-                tot += c*float(v.loc[(seed, i, m, k)])
-            forms.append(tot)
-        out[int(seed)] = min(forms)
-    return out
+    seeds, v = sorted(r.seed.unique()), r.set_index(['seed', 'item', 'method', 'metric']).value
+    if skip_incomplete: seeds = [s for s in seeds if all((s, *ref) in v.index for ref in claim_refs(claim))]
+    return seeds, v
+
+def _record_value(claim, v, seed, ref) -> float:
+    if (seed, *ref) not in v.index:
+        raise KeyError(f"claim {claim['text']!r}: seed {seed} has no record {tuple(ref)!r} of {claim['notebook'] or 'its notebook'}")
+    return float(v.loc[(seed, *ref)])
+
+def claim_margins(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> dict:
+    """{seed: margin} of `claim` on `records` (every seed that has records of its notebook); a missing number is an
+    error, or with `skip_incomplete` leaves its seed out (a run made before the claim was declared: `status` marks it stale)."""
+    seeds, v = _claim_values(claim, records, skip_incomplete)
+    return {int(seed): min(t['const'] + sum(c*_record_value(claim, v, seed, (i, m, k)) for i, m, k, c in t['refs'])
+                           for t in claim['margin']) for seed in seeds}
+
+def claim_band(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> float:
+    """The smallest margin that counts for `claim`: its `min_effect`, or with `rel_effect` that fraction of the mean over
+    the seeds of $|v|$, $v$ the first record its margin names."""
+    if claim.get('rel_effect') is None: return claim['min_effect']
+    seeds, v = _claim_values(claim, records, skip_incomplete)
+    first = claim_refs(claim)[0]
+    return claim['rel_effect']*float(np.mean([abs(_record_value(claim, v, s, first)) for s in seeds])) if seeds else np.nan
 
 def claim_verdict(margins: dict, min_effect: float) -> tuple[str, float, float]:
-    "(verdict, mean, sd) of a claim's margins over the seeds (see the noise rule above)."
+    "(verdict, mean, sd) of a claim's margins over the seeds, `min_effect` its band (see the noise rule above)."
     m = np.array(list(margins.values()), dtype=float)
     if len(m) < 2: return 'too few seeds', (float(m.mean()) if len(m) else np.nan), np.nan
     mean, sd = float(m.mean()), float(m.std(ddof=1))
     tol = max(sd, min_effect)
     return ('holds' if mean > tol else 'fails' if mean < -tol else 'within noise'), mean, sd
 
-def claims_table(claims: list[dict], records: pd.DataFrame) -> pd.DataFrame:
-    "One row per claim: its notebook, margin mean ± sd, seeds where it holds, verdict, the verdict written beside it, why."
+def expected_verdicts(path: str|Path|None = None) -> pd.DataFrame:
+    """The expected verdicts other than 'holds' (`docs/expected_verdicts.csv` of the repository unless `path` is given),
+    checked: every row names a notebook and a claim once, expects 'fails' or 'within noise', says why and by which
+    commit (`declared`). Read when claims are tabled, never as an input of a run."""
+    path = Path(path) if path else repo_root()/'docs'/'expected_verdicts.csv'
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if list(df.columns) != EXPECTED_VERDICTS_COLUMNS:
+        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be {','.join(EXPECTED_VERDICTS_COLUMNS)}")
+    problems = []
+    for i, r in enumerate(df.itertuples(), start=2):   # line 1 is the header
+        where = f"{path.name} line {i} ({r.notebook}, {r.claim!r})"
+        if not r.notebook.strip() or Path(r.notebook).suffix:
+            problems.append(f"{where}: notebook must be an experiment notebook's stem, e.g. 20_fastfill_imagenet")
+        else:
+            try: paper_of_notebook(r.notebook + '.ipynb')
+            except ValueError as e: problems.append(f"{where}: {e}")
+        if not r.claim.strip(): problems.append(f"{where}: the claim is empty; copy the claim's exact text from its notebook")
+        if r.expect not in VERDICTS[1:]:
+            problems.append(f"{where}: expect={r.expect!r}; write one of {VERDICTS[1:]}"
+                            + (" ('holds' is the default: delete the row)" if r.expect == 'holds' else ''))
+        if not r.reason.strip():
+            problems.append(f"{where}: no reason; say why the stand-in cannot show the paper's claim, without its results")
+        if not r.declared.strip():
+            problems.append(f"{where}: declared is empty; write 'prerun' (the commit that adds the row fills in its hash)")
+    dup = df.duplicated(['notebook', 'claim'], keep='first')
+    problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.claim[i]!r}) is written twice; keep one row"
+                 for i in np.flatnonzero(dup)]
+    if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
+    return df
+
+def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
+    """The verdicts of the stand-in that differ from the expected ones, with their measured reasons, written after the
+    run that found them (`docs/differing_verdicts.csv` of the repository unless `path` is given), checked: every row
+    names a notebook and a claim once, the verdict it explains and why."""
+    path = Path(path) if path else repo_root()/'docs'/'differing_verdicts.csv'
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if list(df.columns) != DIFFERING_VERDICTS_COLUMNS:
+        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be {','.join(DIFFERING_VERDICTS_COLUMNS)}")
+    problems = []
+    for i, r in enumerate(df.itertuples(), start=2):
+        where = f"{path.name} line {i} ({r.notebook}, {r.claim!r})"
+        try: paper_of_notebook(r.notebook + '.ipynb')
+        except ValueError as e: problems.append(f"{where}: {e}")
+        if not r.claim.strip(): problems.append(f"{where}: the claim is empty; copy the claim's exact text from its notebook")
+        if r.verdict not in VERDICTS: problems.append(f"{where}: verdict={r.verdict!r}; write the verdict it explains, one of {VERDICTS}")
+        if not r.reason.strip(): problems.append(f"{where}: no reason; say why the stand-in gives this verdict, as measured")
+    dup = df.duplicated(['notebook', 'claim'], keep='first')
+    problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.claim[i]!r}) is written twice; keep one row"
+                 for i in np.flatnonzero(dup)]
+    if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
+    return df
+
+CLAIMS_TABLE_COLUMNS = ['claim', 'notebook', 'kind', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict', 'written',
+                        'agrees', 'constant', 'reason', 'declared', 'differs_as', 'why_differs', 'explained']
+
+def claims_table(claims: list[dict], records: pd.DataFrame, verdicts: pd.DataFrame|str|Path|None = None,
+                 strict: bool = True, differing: pd.DataFrame|str|Path|None = None) -> pd.DataFrame:
+    """One row per claim: its notebook, kind, margin mean ± sd, seeds where it holds, tolerance, verdict, the verdict
+    written for it (`verdicts`: the rows of `expected_verdicts`, or a path to such a file; default the repository's),
+    whether they agree, whether it is a finding with a `constant` margin, the reason and commit of a written verdict,
+    the verdict a row of `differing` (`differing_verdicts`, default the repository's) explains and its reason, and
+    whether that row `explained` this very verdict.
+    A row of `verdicts` or `differing` for one of the tabled notebooks that names none of its claims is an error, and so
+    is a seed that lacks a record a claim names (unless not `strict`: the seed is left out of that claim, as `status`
+    tables stale runs)."""
+    ev = verdicts if isinstance(verdicts, pd.DataFrame) else expected_verdicts(verdicts)
+    dv = differing if isinstance(differing, pd.DataFrame) else differing_verdicts(differing)
+    notebooks = {c['notebook'] for c in claims}
+    ev, dv = ev[ev.notebook.isin(notebooks)], dv[dv.notebook.isin(notebooks)]
+    declared = {(c['notebook'], c['text']) for c in claims}
+    unknown = [(r.notebook, r.claim) for r in pd.concat([ev, dv]).itertuples() if (r.notebook, r.claim) not in declared]
+    if unknown and strict:
+        raise ValueError("expected or differing verdicts for claims no notebook declares (a claim renamed or removed? match "
+                         "its exact text in docs/expected_verdicts.csv or docs/differing_verdicts.csv, or delete the row):\n"
+                         + '\n'.join(f'  {k}' for k in unknown))
+    written = {(r.notebook, r.claim): r for r in ev.itertuples()}
+    differs = {(r.notebook, r.claim): r for r in dv.itertuples()}
     rows = []
     for c in claims:
-        mg = claim_margins(c, records)
-        verdict, mean, sd = claim_verdict(mg, c['min_effect'])
-        rows.append(dict(claim=c['text'], notebook=c['notebook'], seeds=len(mg),
+        mg = claim_margins(c, records, skip_incomplete=not strict)
+        band = claim_band(c, records, skip_incomplete=not strict)
+        verdict, mean, sd = claim_verdict(mg, band)
+        w, x = written.get((c['notebook'], c['text'])), differs.get((c['notebook'], c['text']))
+        expect = w.expect if w is not None else 'holds'
+        rows.append(dict(claim=c['text'], notebook=c['notebook'], kind=c['kind'], seeds=len(mg),
                          margin=f'{mean:+.2f}' + ('' if np.isnan(sd) else f' ± {sd:.2f}'),
-                         holds_on=f"{sum(v > 0 for v in mg.values())}/{len(mg)}", tolerance=round(max(c['min_effect'], 0 if np.isnan(sd) else sd), 2),
-                         verdict=verdict, written=c['expect'], agrees=verdict == c['expect'], reason=c['reason']))
-    return pd.DataFrame(rows, columns=['claim', 'notebook', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict', 'written', 'agrees', 'reason'])
+                         holds_on=f"{sum(v > 0 for v in mg.values())}/{len(mg)}", tolerance=round(max(band, 0 if np.isnan(sd) else sd), 2),
+                         verdict=verdict, written=expect, agrees=verdict == expect,
+                         constant=bool(c['kind'] == 'finding' and len(mg) >= 2 and sd <= 1e-9*max(1., abs(mean))),
+                         reason=w.reason if w is not None else '', declared=w.declared if w is not None else '',
+                         differs_as=x.verdict if x is not None else '', why_differs=x.reason if x is not None else '',
+                         explained=x is not None and x.verdict == verdict))
+    return pd.DataFrame(rows, columns=CLAIMS_TABLE_COLUMNS)
+
+def claims_problems(table: pd.DataFrame) -> list[str]:
+    """What a claims `table` shows wrong: a verdict other than the expected one that no row of the differing verdicts
+    explains (or one explaining another verdict: the verdict moved), a row explaining a disagreement that is gone, a
+    finding whose margin is constant."""
+    def unexplained(r):
+        return (f"{r.notebook}: {r.claim!r} {r.verdict} (margin {r.margin}), expected {r.written}"
+                + (f", but docs/differing_verdicts.csv explains {r.differs_as!r}: the verdict moved; find out why" if r.differs_as
+                   else ": find out why, and write the measured reason in docs/differing_verdicts.csv"))
+    return ([unexplained(r) for r in table.itertuples() if not r.agrees and not r.explained]
+            + [f"{r.notebook}: {r.claim!r} {r.verdict} as expected, but docs/differing_verdicts.csv explains {r.differs_as!r}: "
+               "delete the row" for r in table.itertuples() if r.agrees and r.differs_as]
+            + [f"{r.notebook}: {r.claim!r} is a finding with the same margin {r.margin} on every seed: make it a "
+               "kind='check' if it holds by construction, else test it where the numbers vary" for r in table.itertuples() if r.constant])
 
 # %% ../nbs/12_report.ipynb #6890beef
+SAVE_EVERY_S = 2.   # seconds between two writes of a run's records while its notebook adds numbers
+
+_UNSAVED_BOOKS = set()   # held until saved: a book dropped with numbers not on disk would lose them
+
+def save_open_books(*_):
+    """Write every record book with numbers not yet on disk: after each notebook cell (an IPython `post_run_cell` hook)
+    and when the process exits. A book whose results folder is gone (a test's temporary folder) is dropped unwritten."""
+    for b in list(_UNSAVED_BOOKS):
+        if b.dir.exists(): b.save()
+        else: _UNSAVED_BOOKS.discard(b)
+
+def _save_books_after_cells():
+    try: from IPython import get_ipython
+    except ImportError: return
+    ip = get_ipython()
+    if ip is not None and save_open_books not in ip.events.callbacks['post_run_cell']:
+        ip.events.register('post_run_cell', save_open_books)
+
+atexit.register(save_open_books)
+
 class RecordBook:
     "Result records, figures, claims and provenance of one experiment notebook run (one seed, one scale)."
     def __init__(self, paper: str, notebook: str, params, dataset: str|None = None):
-        self.paper, self.notebook, self.params, self.records, self.claims = paper, notebook, params, [], []
+        self.paper, self.notebook, self.params, self._records, self.claims = paper, notebook, params, {}, []
+        self._saved_at = -np.inf
+        _save_books_after_cells()
         self.dataset = dataset   # the evaluation data records name by default (e.g. 'Glyphs stand-in for ImageNet-1k')
         self.where = f'{dataset}, {params.scale} scale, seed {params.seed}' if dataset else f'{params.scale} scale, seed {params.seed}'
         self.dir = Path(params.results_dir)
@@ -364,13 +534,19 @@ class RecordBook:
         ctx = current_context()
         return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale, code_hash=self.deps['code_hash'],
                     library=self.deps['library'], versions=dict(sorted(ctx.used.items())), inputs=dict(sorted(self.inputs.items())),
-                    paper=self.paper, figures=dict(sorted(self.figures.items())),
+                    paper=self.paper, figures=dict(sorted(self.figures.items())), artifacts=dict(sorted(ctx.cache.used.items())),
+                    made=dict(sorted(ctx.cache.made.items())),
                     params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root', 'ract_lrs')},
                     started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), **machine_info(ctx))
 
-    def _save(self):
+    @property
+    def records(self) -> list[dict]: return list(self._records.values())
+
+    def save(self):
+        "Write the records and the provenance now (`add` writes at most every `SAVE_EVERY_S`, and every cell's end does)."
         write_records(self.records, self.path)
         atomic_write_text(self.provenance_path, json.dumps(self.provenance(), indent=1) + '\n')
+        _UNSAVED_BOOKS.discard(self); self._saved_at = time.monotonic()   # after the writes: one that failed is tried again
 
     def add(self, item: str, method: str, metric: str, value: float, dataset: str|None = None, paper: str|None = None):
         """Record one number (replacing an earlier record of the same item/dataset/method/metric) and save; the paper's
@@ -379,21 +555,25 @@ class RecordBook:
         if dataset is None: raise ValueError("name the dataset: RecordBook(..., dataset=...) or add(..., dataset=...)")
         r = make_record(paper, item, dataset, self.params.scale, method, self.params.seed, metric,
                         value, paper_value(paper, item, method, metric))
-        key = lambda x: (x['paper'], x['item'], x['dataset'], x['method'], x['metric'])
-        self.records = [x for x in self.records if key(x) != key(r)] + [r]
-        self._save()
+        self._records.pop(k := (r['paper'], r['item'], r['dataset'], r['method'], r['metric']), None)
+        self._records[k] = r                   # a replaced record moves to the end, as a new one goes
+        _UNSAVED_BOOKS.add(self)
+        if time.monotonic() - self._saved_at >= SAVE_EVERY_S: self.save()   # rewriting the file at every add is quadratic
         return r
 
-    def claim(self, text: str, margin: list, min_effect: float = 0.5, expect: str = 'holds', reason: str = '') -> dict:
+    def claim(self, text: str, margin: list, min_effect: float = 0.5, kind: str = 'finding',
+              rel_effect: float|None = None) -> dict:
         """Declare a claim of the paper beside the numbers it rests on: `margin` (from `diff`, `order`, `above`,
         `least`) is positive when it holds on a seed; `min_effect` is the smallest margin that counts, in the metric's
-        units; `expect` is the verdict over the seeds written beside it ('holds', 'fails' or 'within noise'), with
-        `reason` saying why when it is not 'holds'. Every number it names must already be recorded in this run."""
-        c = make_claim(text, margin, min_effect, expect, reason, self.notebook)
-        have = {(r['item'], r['method'], r['metric']) for r in self.records}
+        units, or `rel_effect` that fraction of the first record the margin names (see the noise rule); `kind` is
+        'finding' (the paper's claim) or 'check' (holds by construction: counted apart). Every number it names must
+        already be recorded in this run. An expected verdict other than 'holds' is a row of `docs/expected_verdicts.csv`."""
+        c = make_claim(text, margin, min_effect, kind, rel_effect, self.notebook)
+        have = {(i, m, k) for _, i, _, m, k in self._records}
         missing = [ref for ref in claim_refs(c) if ref not in have]
         if missing: raise ValueError(f"claim {text!r} names numbers this run has not recorded: {missing}")
         self.claims = [x for x in self.claims if x['text'] != text] + [c]
+        if self in _UNSAVED_BOOKS: self.save()   # the numbers a claim names are on disk before the claim is
         atomic_write_text(self.dir/'claims'/f'{self.notebook}.json', '[\n' + ',\n'.join(json.dumps(c) for c in self.claims) + '\n]\n')
         return c
 
@@ -414,11 +594,12 @@ class RecordBook:
 
     def read_claims(self, paper: str|None = None) -> tuple[list[dict], pd.DataFrame]:
         """The claims declared by the other notebooks of `paper` (default: this book's) at this scale, and those
-        notebooks' records (all seeds); every file read is noted as an input of this run."""
+        notebooks' records (all seeds); every file read is noted as an input of this run (the expected verdicts are
+        not: they are read when the claims are tabled)."""
         paper = paper or self.paper
         files = sorted(f for f in (self.dir/'claims').glob('*.json')
                        if f.stem != self.notebook and paper_of_notebook(f.stem + '.ipynb') == paper)
-        claims = [c for f in files for c in json.loads(f.read_text())]
+        claims = [c for f in files for c in load_claims(f)]
         recs = self.read_others(paper)
         self.inputs |= {f'../claims/{f.name}': file_digest(f) for f in files}
         return claims, recs[recs.paper == paper]
@@ -428,11 +609,12 @@ class RecordBook:
         name = f"{self.notebook}_{re.sub(r'[^a-z0-9]+', '_', item.lower()).strip('_')}.seed{self.params.seed}.png"
         p = self.dir/'figures'/name
         with atomic_path(p) as tmp: fig.savefig(tmp, format='png', dpi=110, bbox_inches='tight')
-        self.figures[item] = name; self._save()
+        self.figures[item] = name; self.save()
         return p
 
     def summary(self) -> pd.DataFrame:
         "Aggregate over every seed of this scale recorded so far (this run included)."
+        save_open_books()    # this run's numbers, and any other book's in this process
         return aggregate_records(read_records(self.dir/'records'))
 
     def table(self, item: str, metrics: list[str]|None = None, methods: list[str]|None = None, paper: str|None = None):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_retrieval.ipynb #9f27d720
 from __future__ import annotations
-import math
+import importlib.util, math
 from typing import Sequence
 
 import numpy as np
@@ -147,7 +147,7 @@ def knn(query, gallery, k: int = 5, distance: str = 'l2', exclude_self: bool = F
     n_avail = len(g) - int(exclude_self)
     if not 1 <= k <= n_avail: raise ValueError(f"k={k} must be between 1 and {n_avail} (the gallery size{' minus the query' if exclude_self else ''})")
     check_distance(distance)
-    if backend == 'auto': backend = 'torch' if q.is_cuda else 'faiss'
+    if backend == 'auto': backend = 'torch' if q.is_cuda or importlib.util.find_spec('faiss') is None else 'faiss'   # faiss is optional on a GPU machine
     if backend not in ('torch', 'faiss'): raise ValueError(f"backend={backend!r} is not 'auto', 'torch' or 'faiss'")
     q, g = prepare_features(q, distance, 'query'), prepare_features(g, distance, 'gallery')
     if backend == 'faiss':

@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_rm.ipynb #bd6a0b60
 from __future__ import annotations
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams
@@ -13,14 +13,17 @@ from .train import apply_transformation, simclr_spec, transformation_spec
 from .pipeline import get_backbone, get_transformation
 from .metrics import market_relevance, update_gain
 from .backfill import old_classifier_order, centroid_order, random_order
-from .report import above, below, diff, least, near
-from .experiments import (UpdateSetup, _declare, best_of, curve_auc, eval_features, query_relevance, report_update,
-                                     transform_old, update_curves, update_specs)
+from .report import above, below, diff, least, linear, near
+from .experiments import (UpdateSetup, best_of, curve_auc, eval_features, query_relevance, report_update,
+                                     transform_old, update_curves, update_specs, upgrade_check)
 
 # %% auto #0
-__all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RACT_FASTFILL', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RMData',
-           'rm_data', 'rm_specs', 'RMEval', 'rm_eval', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves',
-           'rm_report', 'rm_merge_claims', 'rm_table1_claims', 'rm_beats_everywhere']
+__all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_CONVERGENCE_TOL',
+           'RM_TAUS', 'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval', 'rm_transformation_spec', 'rm_transform',
+           'rm_orders', 'rm_setups', 'rm_curves', 'rm_report', 'doubling_check', 'rm_convergence', 'RMUpgrade',
+           'rm_upgrade', 'rm_comparison', 'rm_upgrade_check', 'rm_loss_ablation', 'rm_temperature_sweep',
+           'rm_order_ablation', 'rm_open_class', 'rm_rises_claims', 'rm_merge_claims', 'rm_table1_claims',
+           'rm_heterogeneous_claims', 'rm_loss_claims', 'rm_beats_everywhere', 'rm_open_class_claims']
 
 # %% ../nbs/18_rm.ipynb #35e74248
 class RMData(NamedTuple):
@@ -47,15 +50,14 @@ RM_UPGRADES = {'deeper': {'paper': ('resnet18', 'resnet50'), 'standin': (None, '
                'vit': {'paper': ('resnet18', 'vit_b_32'), 'standin': (None, 'vit_b_32')}}
 RM_FRACTIONS = np.linspace(0, 1, 11)   # sec. 5.1: t in {0, 0.1, ..., 1}
 RM_TABLE1 = ('old', 'new', 'RM naive', 'BCT', 'FCT', 'FCT (side-info)', 'BiCT', 'RACT', 'RM')
-RACT_FASTFILL = 'RACT (FastFill setting)'   # the other reading: tau = 0.5 (FastFill App. A.2), `BASELINES['RACT']`
-RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', True), 'CL-M': ('cl-m', True)}  # (objective, rho)
+RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', False), 'CL-M': ('cl-m', True)}  # (objective, rho)
 
 def rm_data(name: str) -> RMData:
     "The `RMData` of one of RM's datasets, by the name its tables use."
     if name not in RM_DATASETS: raise ValueError(f"unknown RM dataset {name!r}; use one of {list(RM_DATASETS)}")
     return RM_DATASETS[name]
 
-def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT-A.1'), upgrade: str|None = None) -> dict:
+def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), upgrade: str|None = None) -> dict:
     """{'old', 'new', *baselines, 'side'}: the backbone specs of an RM upgrade on `data`, and FCT's side-information
     model (see above). `upgrade`: None for homogeneous (paper: `data.arch` for both; stand-in: its ResNet-10), or a
     heterogeneous one of `RM_UPGRADES` (the new model and the baselines on the new architecture; on the stand-in the
@@ -65,7 +67,7 @@ def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT-A.1
     if params.standin: arch = (None, None) if upgrade is None else RM_UPGRADES[upgrade]['standin']
     old_kw, new_kw = ({'arch': a} if a else None for a in arch)
     specs = update_specs(params, data.old, data.new, baselines, old_kw=old_kw, new_kw=new_kw, **data.kw)
-    return specs | {'side': simclr_spec('imagenet-500', params.scale, params.seed, **params.overrides)}
+    return specs | {'side': params.fit(simclr_spec('imagenet-500', params.scale, params.seed, **params.overrides))}
 
 class RMEval(NamedTuple):
     "The evaluation data of an RM upgrade: {model: features} of the queries and of the gallery, their labels, relevance."
@@ -86,13 +88,19 @@ def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
     rel = market_relevance(Q.labels, Q.cameras, G.labels, G.cameras) if data.relevance == 'market' else query_relevance(Q)
     return RMEval(Fq, Fg, yq, yg, False, rel)
 
+def rm_transformation_spec(specs: dict, objective: str, data: RMData, params: ExperimentParams, rho: bool = True,
+                           **overrides):
+    r"""The `TransformationSpec` of RM's $\psi$ (and $\rho$ unless `rho=False`) trained with `objective` ('rqt' eq. 9,
+    'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) between `specs`' old and new models: `07_train`'s recipe, `data.blocks`
+    blocks each, the notebook's `epochs`/`batch_size` where given, then `overrides`."""
+    return transformation_spec(specs['old'], specs['new'], objective, seed=params.seed, psi_blocks=data.blocks,
+                               rho_blocks=data.blocks if rho else 0, **(params.overrides | overrides))
+
 def rm_transform(specs: dict, objective: str, data: RMData, E: RMEval, params: ExperimentParams, rho: bool = True,
                  **overrides) -> tuple:
-    r"""$(\rho^{new}(Q), \rho^{rev}(Q), \rho^{new}(G))$ of RM's transformation trained with `objective` ('rqt' eq. 9,
-    'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) on the new training split; `rho=False`: no $\rho$, so $\rho^{new}=\phi^{new}$."""
-    spec = transformation_spec(specs['old'], specs['new'], objective, seed=params.seed, psi_blocks=data.blocks,
-                               rho_blocks=data.blocks if rho else 0, **overrides)
-    net = get_transformation(spec)
+    r"""$(\rho^{new}(Q), \rho^{rev}(Q), \rho^{new}(G))$ of the transformation of `rm_transformation_spec` (trained if
+    missing); `rho=False`: no $\rho$, so $\rho^{new}=\phi^{new}$ and $\rho^{rev}=\psi(\phi^{new})$."""
+    net = get_transformation(rm_transformation_spec(specs, objective, data, params, rho, **overrides))
     q_new, q_rev = apply_transformation(net, E.query['new'])
     g_new = q_new if E.query_is_gallery else apply_transformation(net, E.gallery['new'])[0]
     return q_new, q_rev, g_new
@@ -105,40 +113,42 @@ def rm_orders(specs: dict, E: RMEval, seed: int) -> dict:
     return {'old classifier': old_classifier_order(logits), 'centroid': centroid_order(E.gallery['old'], E.gallery_labels),
             'random': random_order(len(E.gallery_labels), seed=seed)}
 
-def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, order: np.ndarray, methods=RM_TABLE1) -> dict:
-    "{row: UpdateSetup} of RM's comparison (the table above) for `methods`, every one backfilled in `order`."
+def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, order: np.ndarray, methods=RM_TABLE1,
+              **transformation_kw) -> dict:
+    """{row: UpdateSetup} of RM's comparison (the table above) for `methods`, every one that backfills in `order`;
+    `transformation_kw` (e.g. `tau`) goes to the transformations of `RM_VARIANTS`."""
     Q, G, out = E.query, E.gallery, {}
     def fct(new_key, side=False):
         kw = dict(side_features=G['side'], side_info=specs['side']) if side else {}
-        return transform_old(specs['old'], specs[new_key], 'l2', G['old'], params, **kw)[0]
+        return transform_old(specs['old'], specs[new_key], 'l2', G['old'], params, **kw, **params.overrides)[0]
     for m in methods:
         if m in ('old', 'new'): out[m] = UpdateSetup(Q[m], G[m], G[m], order)
         elif m == 'RM naive': out[m] = UpdateSetup(Q['new'], G['old'], G['new'], order, Q['old'])
-        elif m == 'BCT': out[m] = UpdateSetup(Q['BCT'], G['old'], G['BCT'], order)
-        elif m == 'RACT': out[m] = UpdateSetup(Q['RACT-A.1'], G['old'], G['RACT-A.1'], order)
-        elif m == RACT_FASTFILL: out[m] = UpdateSetup(Q['RACT'], G['old'], G['RACT'], order)
+        elif m == 'BCT': out[m] = UpdateSetup(Q['BCT'], G['old'], G['old'], order)          # backfill-free
+        elif m == 'RACT': out[m] = UpdateSetup(Q['RACT'], G['old'], G['RACT'], order)
         elif m == 'FCT': out[m] = UpdateSetup(Q['new'], fct('new'), G['new'], order)
         elif m == 'FCT (side-info)': out[m] = UpdateSetup(Q['new'], fct('new', side=True), G['new'], order)
-        elif m == 'BiCT': out[m] = UpdateSetup(Q['BCT'], fct('BCT'), G['BCT'], order)
+        elif m == 'BiCT': out[m] = UpdateSetup(Q['BCT'], G['old'], fct('BCT'), order)      # backfills h_BiCT(phi_old)
         elif m in RM_VARIANTS:
             objective, rho = RM_VARIANTS[m]
-            q_new, q_rev, g_new = rm_transform(specs, objective, data, E, params, rho=rho)
+            q_new, q_rev, g_new = rm_transform(specs, objective, data, E, params, rho=rho, **transformation_kw)
             out[m] = UpdateSetup(q_new, G['old'], g_new, order, q_rev)
-        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS) + (RACT_FASTFILL,)}")
+        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS)}")
     return out
 
-def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None) -> tuple[dict, dict]:
-    "`update_curves` of RM's `setups` as RM evaluates: cosine distance, t in `RM_FRACTIONS`, top-1 and the dataset's mAP."
+def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None, steps: bool = True) -> tuple[dict, dict]:
+    """`update_curves` of RM's `setups` as RM evaluates: cosine distance, t in `RM_FRACTIONS`, top-1 and the dataset's
+    mAP; `steps=False` leaves out the curves at every step (the negative flips)."""
     return update_curves(setups, E.query_labels, RM_FRACTIONS, metrics or ('top1', data.map_metric), 'cosine',
-                         E.query_is_gallery, E.gallery_labels, relevance=E.relevance)
+                         E.query_is_gallery, E.gallery_labels, steps=steps, relevance=E.relevance)
 
 RM_NEG_FLIPS = 'negative flips (% of queries, most at any step)'
 
 def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: str|None = None, methods=None) -> pd.DataFrame:
     r"""Record and tabulate an RM item: $\text{AUC}_{mAP}$, $\text{AUC}_{CMC}$ (top-1; `AUC_top1`), Gain
     $=(\text{AUC}_{mAP}-\text{old})/(\text{new}-\text{old})$ in percent when the curves hold 'old' and 'new' (Table 1),
-    each curve's values at every $t$, its largest drop between consecutive $t$ and its negative flips (the claims);
-    draw `figure`."""
+    each curve's values at every $t$, its largest drop between consecutive $t$ (the claims read flips off the curves)
+    and the share of queries that flip at some step (shown, not claimed); draw `figure`."""
     methods = list(methods or curves)
     m = data.map_metric
     report_update(book, item, curves, steps, methods, metrics=('top1', m), figure=figure, auc=True)
@@ -154,31 +164,208 @@ def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: 
     cols = [f'AUC_{x}' for x in ('top1', m)] + (['Gain (%)'] if 'old' in curves and 'new' in curves else [])
     return book.table(item, metrics=cols, methods=methods)
 
-# %% ../nbs/18_rm.ipynb #3ac85baa
-def rm_merge_claims(book, item: str, data: RMData, method: str = 'RM naive', written: dict|None = None):
-    "Claim 1 (sec. 3.1-3.3, eqs. 6-8) on `method`'s merge in `item`: monotone in t, M_0 = old/old, M_1 = new/new, no negative flips."
-    m = data.map_metric
-    _declare(book, {
-        'monotone': (f'{item}: {method} is monotone in t (no drop of top-1 or {m} between consecutive t)',
-                     least(*[below((item, method, f'largest drop of {x}_t'), 1.) for x in ('top1', m)])),
-        'M0': (f'{item}: {method} M_0 = old/old ({m}, eq. 6)', near((item, method, f'{m} at t=0.0'), (item, 'old', f'{m} at t=0.0'), 1.)),
-        'M1': (f'{item}: {method} M_1 = new/new ({m}, eq. 7)', near((item, method, f'{m} at t=1.0'), (item, 'new', f'{m} at t=1.0'), 1.)),
-        'flips': (f'{item}: {method} has no negative flips (top-1, any step)', below((item, method, RM_NEG_FLIPS), 1.))}, written)
+# %% ../nbs/18_rm.ipynb #1cfdd17e
+def doubling_check(score: Callable[[int], dict], n: int, tol: float) -> pd.DataFrame:
+    """The doubling test: `score(k)` trains for `k` steps (or epochs) and returns {metric: value}; one row per metric with
+    the value after `n` and after `2n`, their difference and whether it is below `tol` (converged)."""
+    if n < 1 or not tol > 0: raise ValueError(f"n={n} must be >= 1 and tol={tol} > 0")
+    a, b = score(n), score(2*n)
+    rows = {k: {f'at {n}': a[k], f'at {2*n}': b[k], 'difference': b[k] - a[k], 'converged': abs(b[k] - a[k]) < tol} for k in a}
+    return pd.DataFrame(rows).T
 
-def rm_table1_claims(book, item: str, data: RMData, gain_over_100: bool = False, written: dict|None = None):
-    """Claims 2 and 3 (sec. 5.3) on Table 1 or A2: RM has the highest AUC of the compatible methods, FCT with
-    side-information beats FCT, BCT's gain is below the naive merge's, BiCT and RACT end below new/new; where the
-    paper's own Gain exceeds 100 % (`gain_over_100`), RM's does too."""
+RM_CONVERGENCE_TOL = 0.5   # AUC points: the noise rule's half point
+
+def rm_convergence(book, item: str, up, data: RMData, params: ExperimentParams, tol: float = RM_CONVERGENCE_TOL) -> pd.DataFrame:
+    """The doubling test of RM's transformation on the upgrade `up` (`rm_upgrade`): its merge's AUC$_{CMC}$ (top-1) and
+    AUC$_{mAP}$ after the recipe's epochs and after twice as many, recorded under `item` as 'RM (recipe)' and
+    'RM (twice the epochs)', with a check per metric that they differ by less than `tol`."""
+    n = rm_transformation_spec(up.specs, 'mcl', data, params).epochs
+    m = data.map_metric
+    def score(epochs):
+        q_new, q_rev, g_new = rm_transform(up.specs, 'mcl', data, up.E, params, epochs=epochs)
+        c, _ = rm_curves({'RM': UpdateSetup(q_new, up.E.gallery['old'], g_new, up.orders['old classifier'], q_rev)},
+                         data, up.E, steps=False)
+        return {f'AUC_{x}': curve_auc(c['RM'], x) for x in ('top1', m)}
+    r = doubling_check(score, n, tol)
+    for metric, row in r.iterrows():
+        a, b = (item, 'RM (recipe)', metric), (item, 'RM (twice the epochs)', metric)
+        book.add(*a, float(row[f'at {n}'])); book.add(*b, float(row[f'at {2*n}']))
+        book.claim(f"{item}: RM's transformation has converged: twice its epochs move its {metric} by less than {tol}",
+                   near(a, b, tol), min_effect=0.01, kind='check')
+    return r
+
+# %% ../nbs/18_rm.ipynb #7317fc8e
+RM_TAUS = (1.0, 0.5, 0.2, 0.1, 0.05)
+
+class RMUpgrade(NamedTuple):
+    "An RM upgrade ready to compare: its backbone specs, evaluation features, and backfilling orders (`rm_orders`)."
+    specs: dict
+    E: RMEval
+    orders: dict
+
+def rm_upgrade(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), upgrade: str|None = None) -> RMUpgrade:
+    "`rm_specs`, `rm_eval` and `rm_orders` of one upgrade (its own old classifier orders its gallery)."
+    specs = rm_specs(params, data, baselines, upgrade)
+    E = rm_eval(specs, data, params)
+    return RMUpgrade(specs, E, rm_orders(specs, E, params.seed))
+
+def rm_comparison(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, methods=RM_TABLE1,
+                  figure: str|None = None, report_methods=None) -> tuple[dict, dict]:
+    "(curves, steps) of `methods` on the upgrade `up`, backfilled in old-classifier order, recorded under `item` (`report_methods`, default all)."
+    curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], methods), data, up.E)
+    rm_report(book, item, curves, steps, data, figure=figure, methods=report_methods)
+    rm_upgrade_check(book, item, up)
+    return curves, steps
+
+def rm_upgrade_check(book, item: str, up: RMUpgrade):
+    """On a heterogeneous upgrade `up` (the new model's architecture differs from the old one's, `RM_UPGRADES`), the check
+    that its new model is a real upgrade (`upgrade_check`): new/new and old/old read off the constant 'new' and 'old'
+    curves recorded under `item`; nothing on a homogeneous upgrade."""
+    if up.specs['old'].arch == up.specs['new'].arch: return None
+    return upgrade_check(book, item, 'new / new', (item, 'new', 'top1 at t=1.0'), (item, 'old', 'top1 at t=0.0'))
+
+def rm_loss_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, mcl: tuple) -> pd.DataFrame:
+    """Figure 8 on the upgrade `up`: CL-S, CL-M and MCL, whose (curve, steps) `mcl` is RM's own from the table, recorded
+    under `item` with its figure and claims."""
+    curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('CL-S', 'CL-M')), data, up.E)
+    curves['MCL'], steps['MCL'] = mcl
+    table = rm_report(book, item, curves, steps, data, figure=item, methods=['CL-S', 'CL-M', 'MCL'])
+    rm_loss_claims(book, item, data)
+    return table
+
+def rm_temperature_sweep(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, taus=RM_TAUS) -> pd.DataFrame:
+    """MCL and CL-M (with $\\rho$) trained at every temperature of `taus` on the upgrade `up`, their merges' AUCs recorded
+    under `item` as 'MCL (tau=...)' and 'CL-M (tau=...)'; a table with a row per $\\tau$ and MCL's lead over CL-M."""
+    rows = {}
+    for tau in taus:
+        c, _ = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('RM', 'CL-M'), tau=tau),
+                         data, up.E, steps=False)
+        for name, k in (('MCL', 'RM'), ('CL-M', 'CL-M')):
+            for x in ('top1', data.map_metric):
+                v = rows.setdefault(tau, {})[f'{name} AUC_{x}'] = curve_auc(c[k], x)
+                book.add(item, f'{name} (tau={tau:g})', f'AUC_{x}', v)
+    t = pd.DataFrame(rows).T.rename_axis('tau')
+    for x in ('top1', data.map_metric): t[f'MCL - CL-M AUC_{x}'] = t[f'MCL AUC_{x}'] - t[f'CL-M AUC_{x}']
+    return t.round(2)
+
+def rm_order_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams) -> pd.DataFrame:
+    "Figure A11 on the upgrade `up`: RM backfilled in each order of `rm_orders`, recorded under `item` with its figure and claims."
+    setups = {name: rm_setups(up.specs, data, up.E, params, o, methods=('RM',))['RM'] for name, o in up.orders.items()}
+    curves, steps = rm_curves(setups, data, up.E)
+    table = rm_report(book, item, curves, steps, data, figure=item)
+    for o in ('old classifier', 'centroid'):
+        for x in ('top1', data.map_metric):
+            book.claim(f"{item}: the {o} order > random order (AUC_{x}; App. A: 'compared to random selection, both "
+                       "strategies improves the average performance during backfilling')",
+                       diff((item, o, f'AUC_{x}'), (item, 'random', f'AUC_{x}')))
+    return table
+
+def rm_open_class(book, item: str, params: ExperimentParams, data: RMData, convergence_item: str|None = None) -> pd.DataFrame:
+    """Figure 9 (sec. 5.3, open-class): old, new, the naive merge, RACT and RM on `data`, recorded under `item` with its
+    figure and claims; with `convergence_item`, RM's doubling test too."""
+    up = rm_upgrade(params, data, baselines=('RACT',))
+    curves, steps = rm_comparison(book, item, up, data, params, ('old', 'new', 'RM naive', 'RACT', 'RM'), figure=item)
+    rm_open_class_claims(book, item, data)
+    if convergence_item: rm_convergence(book, convergence_item, up, data, params)
+    return book.table(item, metrics=[f'AUC_{x}' for x in ('top1', data.map_metric)])
+
+# %% ../nbs/18_rm.ipynb #055067a6
+def rm_rises_claims(book, item: str, data: RMData, method: str):
+    "Sec. 3.1's condition 2 on `method`'s curves in `item`, top-1 and mAP: no drop between consecutive t (eq. 8)."
+    for x in ('top1', data.map_metric):
+        book.claim(f'{item}: {method} rises without negative flips as backfill progresses ({x}: no drop between '
+                   'consecutive t; sec. 3.1 condition 2, eq. 8)', below((item, method, f'largest drop of {x}_t'), 1.))
+
+def rm_merge_claims(book, item: str, data: RMData, method: str = 'RM naive', end: str = 'at or above'):
+    """Claim 1 (see above) on `method`'s merge in `item`: it rises without negative flips; for the naive merge the
+    checks $\\mathcal{M}_0$ = old/old and $\\mathcal{M}_1$ = new/new, for RM eq. 6 and eq. 7 (`end='above'`: strictly)."""
+    rm_rises_claims(book, item, data, method)
+    for x in ('top1', data.map_metric):
+        m0, o0 = (item, method, f'{x} at t=0.0'), (item, 'old', f'{x} at t=0.0')
+        m1, n1 = (item, method, f'{x} at t=1.0'), (item, 'new', f'{x} at t=1.0')
+        if method == 'RM naive':
+            book.claim(f'{item}: RM naive M_0 = old/old ({x}, eq. 6: at t=0 the merge is the old system alone)', near(m0, o0, 1.), kind='check')
+            book.claim(f'{item}: RM naive M_1 = new/new ({x}, eq. 7: at t=1 the merge is the new system alone)', near(m1, n1, 1.), kind='check')
+            continue
+        book.claim(f'{item}: {method} starts at or above old/old ({x} at t=0, at most 0.5 below; eq. 6)', linear({m0: 1., o0: -1.}, 1.))
+        if end == 'above':
+            book.claim(f"{item}: {method} ends above new/new ({x} at t=1; sec. 5.3: 'even outperforms the original new model')", diff(m1, n1))
+        else:
+            book.claim(f'{item}: {method} ends at or above new/new ({x} at t=1, at most 0.5 below; eq. 7, sec. 3.1 condition 3)',
+                       linear({m1: 1., n1: -1.}, 1.))
+
+def rm_table1_claims(book, item: str, data: RMData, gain_over_100: bool = False, side_info: str = 'helps', merge: bool = True):
+    """Claim 2 (see above) on Table 1 or A2 `item` (its name starts with 'Table 1' or 'Table A2'), with RM's merge
+    conditions (`merge`); `side_info`: 'helps' or 'not useful' (Market-1501); `gain_over_100` where the paper's own Gain
+    of RM exceeds 100 %."""
+    if side_info not in ('helps', 'not useful'): raise ValueError(f"side_info={side_info!r}: use 'helps' or 'not useful'")
+    if not item.startswith(('Table 1', 'Table A2')): raise ValueError(f"item={item!r}: name it 'Table 1 (...)' or 'Table A2 (...)'")
+    table1 = item.startswith('Table 1')
     m, others = data.map_metric, [k for k in RM_TABLE1 if k not in ('old', 'new', 'RM')]
-    claims = {f'best {x}': (f'{item}: RM has the highest AUC_{x} of all methods', best_of(item, 'RM', others, f'AUC_{x}'))
-              for x in (m, 'top1')}
-    claims['side-info'] = (f'{item}: FCT with side-information > FCT (AUC_{m})', diff((item, 'FCT (side-info)', f'AUC_{m}'), (item, 'FCT', f'AUC_{m}')))
-    claims['BCT small'] = (f"{item}: BCT's gain is small (below the naive merge's)", diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
-    for k in ('BiCT', 'RACT'):
-        claims[f'{k} below new'] = (f'{item}: {k} ends below new/new ({m} at t=1)', diff((item, 'new', f'{m} at t=1.0'), (item, k, f'{m} at t=1.0')))
-    if gain_over_100: claims['gain > 100'] = (f"{item}: RM's Gain exceeds 100 %", above((item, 'RM', 'Gain (%)'), 100.))
-    _declare(book, claims, written)
+    auc = lambda k, x: (item, k, f'AUC_{x}')
+    said = ("sec. 5.3: 'RM consistently outperforms all the existing compatible training methods'" if table1 else
+            "App. A: 'Our final algorithm, dubbed as RM, significantly outperforms all other methods on all datasets'")
+    for x in ('top1', m):
+        book.claim(f"{item}: RM outperforms all the other methods (AUC_{x}; {said})", best_of(item, 'RM', others, f'AUC_{x}'))
+        if side_info == 'helps':
+            book.claim(f"{item}: FCT with side-information > FCT (AUC_{x}; sec. 5.3: 'most of the gains come from side-information')",
+                       diff(auc('FCT (side-info)', x), auc('FCT', x)))
+        else:
+            book.claim(f"{item}: side-information is not useful for FCT on Market-1501 (FCT with it at most 0.5 above FCT, "
+                       f"AUC_{x}; sec. 5.3)", linear({auc('FCT (side-info)', x): -1., auc('FCT', x): 1.}, 1.))
+        for k in ('BiCT', 'RACT'):
+            book.claim(f"{item}: {k} ends below new/new ({x} at t=1; sec. 2: 'they still sacrifice the final performance')",
+                       diff((item, 'new', f'{x} at t=1.0'), (item, k, f'{x} at t=1.0')))
+    book.claim(f"{item}: BCT's gain is not impressive (below the naive merge's Gain; sec. 5.3)",
+               diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
+    book.claim(f'{item}: BiCT suffers negative flips in the middle of backfilling (its top-1 drops between consecutive t; sec. 5.3'
+               + (')' if table1 else ', said of Table 1, carried over to Table A2)'), above((item, 'BiCT', 'largest drop of top1_t'), 1.))
+    if table1:
+        for k in ('BCT', 'BiCT'):
+            book.claim(f"{item}: RM naive is already competitive: above {k} (AUC_{m}; sec. 5.3: 'RM_naive, our naive rank "
+                       "merging between old and new models, is already competitive to other approaches')",
+                       diff(auc('RM naive', m), auc(k, m)))
+    if gain_over_100: book.claim(f"{item}: RM's Gain exceeds 100 % (as the paper's does here)", above((item, 'RM', 'Gain (%)'), 100.))
+    if merge: rm_merge_claims(book, item, data, 'RM')
+
+def rm_heterogeneous_claims(book, item: str, data: RMData, merge: bool = True):
+    """Claim 3 (see above) on Figure 7 `item`, with the naive merge's and RM's conditions (`merge`): "our rank merge
+    results ... still manage to achieve a monotonous performance growth curve and RM improves the overall performance
+    significantly further" (sec. 5.3); RM$_{RQT}$ is "our ablative model trained with (9)"."""
+    for x in ('top1', data.map_metric):
+        book.claim(f"{item}: RM > RM naive (AUC_{x}; sec. 5.3: 'RM improves the overall performance significantly further')",
+                   diff((item, 'RM', f'AUC_{x}'), (item, 'RM naive', f'AUC_{x}')))
+        book.claim(f"{item}: RM > RM_RQT, its ablation trained with eq. 9 alone (AUC_{x}; sec. 4.2: eq. 9 'sometimes lead[s] "
+                   "to misranked position', which MCL is designed to handle; the paper shows the comparison only in Figure 7's plot)",
+                   diff((item, 'RM', f'AUC_{x}'), (item, 'RM (RQT)', f'AUC_{x}')))
+    if merge:
+        rm_merge_claims(book, item, data, 'RM naive'); rm_merge_claims(book, item, data, 'RM')
+
+def rm_loss_claims(book, item: str, data: RMData):
+    """Claim 4 (see above) on Figure 8 `item`: "MCL consistently outperforms both CL-S and CL-M ... CL-M generally gives
+    better merge results than CL-S ... CL-M still suffers from negative flips ... MCL improves overall performance
+    curves consistently without negative flips" (sec. 5.3, ablation study)."""
+    for x in ('top1', data.map_metric):
+        for a, b in (('MCL', 'CL-M'), ('MCL', 'CL-S'), ('CL-M', 'CL-S')):
+            book.claim(f'{item}: {a} > {b} (AUC_{x}; sec. 5.3, ablation study)', diff((item, a, f'AUC_{x}'), (item, b, f'AUC_{x}')))
+    book.claim(f'{item}: CL-M still suffers from negative flips (its top-1 drops between consecutive t; sec. 5.3)',
+               above((item, 'CL-M', 'largest drop of top1_t'), 1.))
+    rm_rises_claims(book, item, data, 'MCL')
 
 def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
-    "The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS`."
-    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}')) for t in RM_FRACTIONS])
+    "The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS` during backfilling, 0 < t < 1 (the end points left out)."
+    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}')) for t in RM_FRACTIONS[1:-1]])
+
+def rm_open_class_claims(book, item: str, data: RMData):
+    """Claim 5 (see above) on Figure 9 `item`, with the naive merge's and RM's conditions (RM above RACT at 0 < t < 1;
+    the end points are the conditions' and RACT's end below new): "RM consistently outperforms
+    RACT during backfilling ... [RACT] sacrifices the accuracy after the completion of backfilling ... RM is free from
+    the issue and even outperforms the original new model ... RM_naive also improves accuracy monotonically from old
+    to new models" (sec. 5.3)."""
+    for x in ('top1', data.map_metric):
+        book.claim(f"{item}: RM > RACT at every t during backfilling ({x} at 0 < t < 1; sec. 5.3: 'RM consistently outperforms "
+                   "RACT during backfilling')",
+                   rm_beats_everywhere(item, 'RM', 'RACT', x))
+        book.claim(f"{item}: RACT ends below new ({x} at t=1; sec. 5.3: 'it sacrifices the accuracy after the completion of backfilling')",
+                   diff((item, 'new', f'{x} at t=1.0'), (item, 'RACT', f'{x} at t=1.0')))
+    rm_merge_claims(book, item, data, 'RM naive'); rm_merge_claims(book, item, data, 'RM', end='above')

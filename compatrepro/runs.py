@@ -14,16 +14,19 @@ import numpy as np
 import pandas as pd
 
 import compatrepro
+from .glyphs import standin_config
 from .core import (SCALES, STANDIN_SCALES, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
                               is_experiment_notebook, logger, paper_of_notebook, registered_versions)
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
-from .report import claim_margins, claim_refs, claims_table, file_digest, library_changes, notebook_code_hash, write_summary
+from .report import claim_margins, claim_refs, claims_table, expected_verdicts, file_digest, load_claims, library_changes, notebook_code_hash, write_summary
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'ITEM_STATES', 'CLAIM_COLUMNS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks',
-           'library_notebooks', 'strip_widgets', 'NotebookJob', 'execute_notebook', 'describe_status', 'run_notebooks',
-           'run_state', 'runs_of', 'norm_item', 'paper_items', 'item_claims', 'claims_state', 'status_table',
-           'check_results', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'reproduce']
+__all__ = ['WIDGET_VIEW', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir',
+           'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob', 'execute_notebook',
+           'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'norm_item', 'paper_items', 'item_claims',
+           'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria', 'premise_table',
+           'premise_text', 'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes',
+           'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -263,25 +266,29 @@ def paper_items(root: str|Path) -> list[dict]:
     with open(Path(root)/'docs'/'paper_items.csv', encoding='utf-8') as f: return list(csv.DictReader(f))
 
 ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')
-CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'claim', 'verdict', 'written', 'reason']
+CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'claim', 'kind', 'verdict', 'written', 'constant', 'reason']
 
-def item_claims(res: str|Path) -> pd.DataFrame:
-    """Every claim declared under the results folder `res` (one scale) with its verdict over the seeds recorded there,
-    one row per item its margin names."""
+def item_claims(res: str|Path, verdicts: str|Path|None = None) -> pd.DataFrame:
+    """Every claim declared under the results folder `res` (one scale) with its kind, its verdict over the seeds recorded
+    there and the verdict written for it (`verdicts`: an expected-verdicts file, default the repository's), one row per
+    item its margin names. A written verdict naming no claim of the runs is left out here (the runs may predate it);
+    the claims notebooks and `tests/test_claims.py` reject it."""
     rows, res = [], Path(res)
+    ev = expected_verdicts(verdicts)
     for f in sorted((res/'claims').glob('*.json')):
-        claims = json.loads(f.read_text())
+        claims = load_claims(f)
         recs = [pd.read_csv(p).assign(notebook=f.stem) for p in sorted((res/'records').glob(f'{f.stem}.seed*.csv'))]
         if not claims or not recs: continue
-        t = claims_table(claims, pd.concat(recs, ignore_index=True))
+        t = claims_table(claims, pd.concat(recs, ignore_index=True), verdicts=ev, strict=False)
         for c, v in zip(claims, t.itertuples()):
             for item in dict.fromkeys(norm_item(r[0]) for r in claim_refs(c)):
                 rows.append(dict(paper=paper_of_notebook(f.stem + '.ipynb'), item=item, notebook=f.stem, claim=c['text'],
-                                 verdict=v.verdict, written=v.written, reason=c['reason']))
+                                 kind=v.kind, verdict=v.verdict, written=v.written, constant=v.constant,
+                                 reason=v.reason or (v.why_differs if v.explained else '')))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 def claims_state(verdicts) -> str:
-    "The state of a current item from the verdicts of its claims: reproduced, partly, differs, or runs (no claim)."
+    "The state of a current item from the verdicts of its findings: reproduced, partly, differs, or runs (no finding)."
     v = list(verdicts)
     if not v: return 'runs'
     holding = sum(x == 'holds' for x in v)
@@ -289,11 +296,12 @@ def claims_state(verdicts) -> str:
 
 def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None) -> pd.DataFrame:
     """One row per paper item (and per record item the papers do not number): its notebooks, current seeds, state
-    (see above), its claims and how many hold, and the reasons (of a stale run, or of the claims that do not hold)."""
+    (see above), its findings and how many hold, its checks and how many hold, and the reasons (of a stale run, or of
+    the claims that do not hold, and the findings whose margin is constant)."""
     check_scale(scale)
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs = runs_of(res)
-    claims = item_claims(res)
+    claims = item_claims(res, nbs_dir.parent/'docs'/'expected_verdicts.csv')
     states = {(r.notebook, r.seed): run_state(res, r.notebook, r.seed, nbs_dir) for r in runs.itertuples()}
     produced = {}       # (paper, item) -> {(notebook, seed)}
     for r in runs.itertuples():
@@ -307,19 +315,24 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
     def row(paper, item, kind, caption):
         who = produced.pop((paper, item), set())
         mine = claims[(claims.paper == paper) & (claims['item'] == item)]
-        counts = dict(claims=len(mine), holding=int((mine.verdict == 'holds').sum()))
+        findings, checks = mine[mine.kind == 'finding'], mine[mine.kind == 'check']
+        counts = dict(claims=len(findings), holding=int((findings.verdict == 'holds').sum()),
+                      checks=len(checks), checks_holding=int((checks.verdict == 'holds').sum()))
         if kind != 'result' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption, **counts)
         if not who: return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption, **counts)
         cur = sorted({s for nb, s in who if states[(nb, s)][0] == 'current'})
         stale = sorted(f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1]) for nb, s in who if states[(nb, s)][0] != 'current')
-        failing = [f'{r.claim} [{r.verdict}]' + (f': {r.reason}' if r.reason else '') for r in mine.itertuples() if r.verdict != 'holds']
-        return dict(paper=paper, item=item, status='stale' if stale else claims_state(mine.verdict),
+        failing = ([f'{r.claim} [{r.verdict}' + (', check' if r.kind == 'check' else '') + ']' + (f': {r.reason}' if r.reason else '')
+                    for r in mine.itertuples() if r.verdict != 'holds']
+                   + [f'{r.claim} [constant margin]' for r in findings.itertuples() if r.constant])
+        return dict(paper=paper, item=item, status='stale' if stale else claims_state(findings.verdict),
                     notebooks=' '.join(sorted({nb for nb, _ in who})), seeds=' '.join(map(str, cur)),
                     reasons=' | '.join(stale or failing), caption=caption, **counts)
     rows = [row(i['paper'], i['item'], i['kind'], i['caption']) for i in paper_items(nbs_dir.parent)]
     for (paper, item) in sorted(produced):   # items the papers do not number
         rows.append(row(paper, item, 'own', f'not a numbered item of the paper ({paper})'))
-    return pd.DataFrame(rows, columns=['paper', 'item', 'status', 'claims', 'holding', 'notebooks', 'seeds', 'reasons', 'caption'])
+    return pd.DataFrame(rows, columns=['paper', 'item', 'status', 'claims', 'holding', 'checks', 'checks_holding',
+                                       'notebooks', 'seeds', 'reasons', 'caption'])
 
 def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None, min_seeds: int = 3) -> list[str]:
     """What keeps the committed results at `scale` from being trusted: every experiment notebook must have at least
@@ -338,6 +351,102 @@ def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|P
     for nb in sorted(set(runs.notebook) - {p.stem for p in experiment_notebooks(nbs_dir)}):
         problems.append(f'records of {nb} exist but its notebook does not: delete {res}/records/{nb}.seed*.csv')
     return problems
+
+# %% ../nbs/14_runs.ipynb #a7c1e0p2
+# pair: (notebook, record item, independent new, old, independent new/old, compatible new models, metrics)
+PREMISE_PAIRS = {
+    'ImageNet (FastFill)': ('20_fastfill_imagenet', 'Models', 'new / new', 'old / old', 'new / old (independent)',
+                            ('BCT / BCT', 'RACT / RACT'), ('top1', 'mAP')),
+    'IMDB-Face (BCT)': ('30_bct_ijbc', 'Table 2', 'new* / new*', 'old / old', None,
+                        ('new-β / new-β', 'new-β-kd / new-β-kd', 'new-β-sys / new-β-sys'), ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2')),
+}
+def premise_chance(scale: str = 'tiny') -> float:
+    "Top-1 (%) of a random ranking on ImageNet-1k's stand-in, query = gallery with the query left out: (k-1)/(n-1)."
+    cfg = standin_config(scale); return 100*(cfg.n_eval - 1)/(cfg.n_classes*cfg.n_eval - 1)
+
+def premise_criteria(v, new: str, old: str, indep: str|None, compatible, metrics, chance: float) -> list[dict]:
+    """The acceptance criteria of one pair on one seed, `v(model, metric)` its self-tests' numbers (NaN where missing):
+    'premise' per metric (`new` minus the best of `compatible`: holds above 0; none without a compatible model), 'spread' (`new` minus `old` top-1, both
+    at most 90: holds at 10 or more) and 'chance' (`indep`'s top-1, at most 3x `chance`). Rows: criterion, metric,
+    margin, holds. `premise_table` reads them off the records; `benchmarks/standin_regime.py` off its candidates."""
+    rows = []
+    for k in (metrics if compatible else ()):
+        margin = v(new, k) - max(v(c, k) for c in compatible)
+        rows.append(dict(criterion='premise', metric=k, margin=margin, holds=bool(margin > 0)))
+    if 'top1' in metrics:
+        gap = v(new, 'top1') - v(old, 'top1')
+        rows.append(dict(criterion='spread', metric='top1', margin=gap, holds=bool(gap >= 10 and max(v(new, 'top1'), v(old, 'top1')) <= 90)))
+    if indep is not None:
+        x = v(indep, 'top1')
+        rows.append(dict(criterion='chance', metric='top1', margin=x, holds=bool(x <= 3*chance)))
+    return rows
+
+def premise_table(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFrame:
+    """One row per premise pair (`PREMISE_PAIRS`), seed and criterion of the committed records under `results/scale`:
+    'premise' (the independent new model's self-test minus the best compatible one's, per metric: holds above 0),
+    'spread' (new/new minus old/old top-1, with both at most 90: holds at 10 or more) and 'chance' (the independent
+    new/old top-1: holds at most 3x chance). Columns: pair, seed, criterion, metric, margin, holds."""
+    check_scale(scale); runs, rows, chance = runs_of(Path(results)/scale), [], premise_chance(scale)
+    for pair, (nb, item, new, old, indep, compatible, metrics) in PREMISE_PAIRS.items():
+        for seed, f in runs[runs.notebook == nb][['seed', 'file']].itertuples(index=False):
+            d = pd.read_csv(f); d = d[d['item'] == item]
+            v = lambda m, k: float(d[(d.method == m) & (d.metric == k)].value.iloc[0]) if ((d.method == m) & (d.metric == k)).any() else np.nan
+            rows += [dict(pair=pair, seed=seed) | r for r in premise_criteria(v, new, old, indep, compatible, metrics, chance)]
+    return pd.DataFrame(rows, columns=['pair', 'seed', 'criterion', 'metric', 'margin', 'holds'])
+
+def premise_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
+    "One line: how many of the premise criteria hold on the committed records, and the smallest margin of the premise."
+    t = premise_table(results, scale)
+    if t.empty: return 'Premise of the stand-in (BCT Table 2: compatibility costs the new model): no records yet.'
+    p = t[t.criterion == 'premise']
+    worst = p.loc[p.margin.idxmin()]
+    head = 'holds' if t.holds.all() else 'DIFFERS: premise' if not p.holds.all() else 'premise holds; other criteria fail'
+    return (f"Premise of the stand-in (BCT Table 2: compatibility costs the new model): {head}: "
+            f"{int(p.holds.sum())} of {len(p)} premise margins above 0 (smallest {worst.margin:+.1f} points, {worst.pair} "
+            f"{worst.metric}, seed {worst.seed}); spread and chance {int(t[t.criterion != 'premise'].holds.sum())} of "
+            f"{int((t.criterion != 'premise').sum())} (see docs/standin_regime.md).")
+
+# %% ../nbs/14_runs.ipynb #a7c1e0p5
+ALL_PAPERS = 'all four papers'
+
+def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFrame:
+    """What each seed cost, from the finished runs' provenance under `results/scale`: one row per paper (and
+    `ALL_PAPERS`) and seed, with the hours of its notebooks, the hours of making the artifacts its runs used (each once),
+    their sum `hours`, and what could not be counted: `unrecorded` artifacts (making time unknown) and `unlisted` runs
+    (no list of artifacts)."""
+    check_scale(scale); runs = []
+    for f in sorted((Path(results)/scale/'runs').glob('*.seed*.json')):
+        p = json.loads(f.read_text())
+        if p.get('finished') and p.get('duration') is not None:
+            own = p['duration'] - sum((p.get('made') or {}).values())   # the artifacts it made are counted below
+            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own, p.get('artifacts')))
+    rows = []
+    for paper in list(dict.fromkeys(r[0] for r in runs)) + [ALL_PAPERS]:
+        for seed in sorted({r[1] for r in runs}):
+            mine = [r for r in runs if r[1] == seed and paper in (r[0], ALL_PAPERS)]
+            if not mine: continue
+            made = {k: v for r in mine for k, v in (r[3] or {}).items()}
+            rows.append(dict(paper=paper, seed=seed, notebooks=sum(r[2] for r in mine)/3600,
+                             making=sum(v for v in made.values() if v is not None)/3600,
+                             unrecorded=sum(v is None for v in made.values()), unlisted=sum(r[3] is None for r in mine)))
+    d = pd.DataFrame(rows, columns=['paper', 'seed', 'notebooks', 'making', 'unrecorded', 'unlisted'])
+    return d.assign(hours=d.notebooks + d.making).set_index(['paper', 'seed'])
+
+def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
+    "One line: the mean hours per seed of each paper and of all four, from `run_hours`, and what it could not count."
+    h = run_hours(results, scale)
+    if h.empty: return f'No finished {scale} run has recorded its duration yet.'
+    per = h.hours.groupby(level='paper', sort=False).mean()
+    seeds = sorted(h.index.get_level_values('seed').unique())
+    every = h.loc[ALL_PAPERS]
+    missing = (f" Not counted: {int(every.unrecorded.max())} artifact(s) saved before their making time was written"
+               f" and {int(every.unlisted.max())} run(s) that did not list their artifacts (the most of any seed)."
+               if (every.unrecorded > 0).any() or (every.unlisted > 0).any() else '')
+    return (f'Run time per seed at {scale} scale from an empty cache (hours of one thread: the notebooks and the making of '
+            f'every model and feature set they used, each once; mean over seeds {", ".join(map(str, seeds))}): '
+            + ', '.join(f'{k} {v:.1f}' for k, v in per.drop(ALL_PAPERS).items())
+            + f'; {ALL_PAPERS} {per[ALL_PAPERS]:.1f}, about {per[ALL_PAPERS]/2:.1f} hours of wall time at two notebooks at a time.'
+            + missing)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
 def _mark_finished(res_dir: Path, job: NotebookJob, seed: int):
@@ -367,7 +476,8 @@ def compare_records(before: pd.DataFrame|None, after: pd.DataFrame, spread: pd.S
                only_before=int((m._merge == 'left_only').sum()), only_after=int((m._merge == 'right_only').sum()))
     if spread is not None and len(d):
         sp = spread.reindex(pd.MultiIndex.from_frame(both[RECORD_ID[:-1]])).to_numpy()
-        r = np.where(d.to_numpy() == 0, 0., d.to_numpy()/np.where(sp > 0, sp, 0.))
+        with np.errstate(divide='ignore', invalid='ignore'):   # x/0 is the infinity meant above, not a mistake
+            r = np.where(d.to_numpy() == 0, 0., d.to_numpy()/np.where(sp > 0, sp, 0.))
         out |= dict(largest_in_spreads=float(np.nanmax(r)), median_in_spreads=float(np.nanmedian(r)))
     return out
 
@@ -422,7 +532,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         runs = sorted((base/'records').glob(f'{stem}.seed*.csv'))
         every = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True) if runs else None
         cl = base/'claims'/f'{stem}.json'
-        return (_read_csv_or_none(base/'records'/f'{stem}.seed{seed}.csv'), every, json.loads(cl.read_text()) if cl.exists() else [])
+        return (_read_csv_or_none(base/'records'/f'{stem}.seed{seed}.csv'), every, load_claims(cl) if cl.exists() else [])
     before = {(j.nb.stem, j.params['seed']): snapshot(j.nb.stem, j.params['seed']) for j in todo}
     compared = {}
     if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')

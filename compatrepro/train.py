@@ -15,32 +15,33 @@ from torch import nn
 from torch.utils.data import DataLoader, Sampler
 from torchvision import transforms as TV
 
-from .core import (KEY_NEW_FIELD, STANDIN_SCALES, atomic_path, check_scale, content_version, get_device, logger,
+from .core import (STANDIN_SCALES, atomic_path, check_scale, content_version, get_device, logger,
                               progress, register_version, seed_everything, spec_key)
-from .manifests import IMAGENET_MEAN, IMAGENET_STD
+from .manifests import IMAGENET_MEAN, IMAGENET_STD, paper_image_size
 from . import losses as L
-from .models import (ARCHS, EMBEDDINGS, EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
+from .models import (ARCHS, EMBEDDINGS, POOLINGS, EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
                                 transformation_artifact)
 from .features import extract_features
 
 # %% auto #0
-__all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH', 'SMOKE_RECIPE',
-           'TINY_ARCH_RECIPES', 'STANDIN_RECIPES', 'RACT_EMB_DIM', 'RACT_STANDIN_EPOCHS', 'RACT_PAPER_RECIPE',
-           'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES', 'RM_PER_CLASS',
-           'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION',
+__all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'RACT_CONTRASTS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH',
+           'SMOKE_RECIPE', 'TINY_ARCH_RECIPES', 'STANDIN_RECIPES', 'RACT_MODEL', 'RACT_STANDIN_EPOCHS',
+           'RACT_PAPER_RECIPE', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES',
+           'RM_PER_CLASS', 'RM_TAU', 'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION',
            'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms', 'compat_old', 'compat_methods',
-           'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'CompatTerm', 'CompatTerms',
-           'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed',
-           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'load_pretrained',
-           'train_backbone', 'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key',
-           'transformation_loss', 'train_transformation', 'same_view_batches', 'train_transformation_same_view',
-           'apply_transformation']
+           'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'ract_keys', 'presampled_partners', 'CompatTerm',
+           'CompatTerms', 'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
+           'init_seed', 'input_size', 'model_input', 'initial_model', 'backbone_key', 'simclr_projection',
+           'simclr_transform', 'load_pretrained', 'train_backbone', 'simclr_spec', 'TransformationSpec',
+           'transformation_spec', 'transformation_key', 'transformation_loss', 'train_transformation',
+           'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
-CODE_VERSION = 3   # bump when a change to the trainers changes what they produce: it is part of every cache key
+CODE_VERSION = 4   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
 COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'lwf-bct', 'lwf-ract', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet',
                   'focal', 'ra-comp-split')
+RACT_CONTRASTS = ('comp', 'ra-comp', 'ra-comp-split', 'comp-triplet', 'ra-comp-triplet')   # RACT eqs. 5, 6, 13, 14, 15
 
 @dataclass
 class BackboneSpec:
@@ -50,6 +51,7 @@ class BackboneSpec:
     seed: int = 0                        # training seed (initialisation, data order, augmentation)
     data_seed: int = 0                   # the get_split seed (which stand-in images / random allocation)
     arch: str = 'resnet18'
+    width: int = 64                      # a ResNet's base width (64: torchvision's; the stand-in's narrow networks use less)
     emb_dim: int = 128
     head: str = 'linear'                 # compatrepro.losses.HEADS
     head_scale: float|None = None
@@ -69,16 +71,21 @@ class BackboneSpec:
     milestones: tuple = ()               # epochs at which 'step' multiplies the lr by gamma
     gamma: float = 0.1
     compat: CompatSpec|tuple|None = None # compatibility term(s) with a frozen old model (None: plain training; a tuple: their sum)
-    objective: str = field(default='supervised', metadata=KEY_NEW_FIELD)  # 'supervised' (the head's loss) or 'simclr'
-    simclr_tau: float = field(default=0.5, metadata=KEY_NEW_FIELD)       # NT-Xent temperature (objective='simclr')
-    init: str = field(default='spec', metadata=KEY_NEW_FIELD)  # initial weights: 'spec' (see `init_seed`) or 'seed' (from `seed` alone)
-    embedding_relu: bool = field(default=False, metadata=KEY_NEW_FIELD)  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
-    embedding: str = field(default='linear', metadata=KEY_NEW_FIELD)  # 'linear' or 'mlfct' (FCT's embedding, see 05_models)
-    pretrained: BackboneSpec|str|None = field(default=None, metadata=KEY_NEW_FIELD)  # the body's start: a backbone spec (the
+    objective: str = 'supervised'  # 'supervised' (the head's loss) or 'simclr'
+    simclr_tau: float = 0.5       # NT-Xent temperature (objective='simclr')
+    embedding_relu: bool = False  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
+    embedding: str = 'linear'  # 'linear' or 'mlfct' (FCT's embedding, see 05_models)
+    pretrained: BackboneSpec|str|None = None  # the body's start: a backbone spec (the
                                          # stand-in's pre-training) or a torchvision weights file (paper scale); None: random
-    per_class: int|None = field(default=None, metadata=KEY_NEW_FIELD)  # class-balanced batches of this many images per class
+    per_class: int|None = None  # class-balanced batches of this many images per class
                                          # (RACT's positive pre-sampler, Table 6); None: a plain shuffle
-    compat_views: int = field(default=1, metadata=KEY_NEW_FIELD)  # 2: the old model sees another augmentation of each image (RACT Alg. 1)
+    compat_views: int = 1  # 2: the old model sees another augmentation of each image (RACT Alg. 1)
+    image_size: int|None = None  # paper scale: the side of the square images the
+                                         # model reads; None: the recipe's (`input_size`: 224 px, 112 for faces)
+    pooling: str = 'avg'   # a ResNet's global pooling: 'avg' or 'gem' (RACT's code, see 05_models)
+    head_bias: bool = True # False: a bias-free linear classifier (RACT's code)
+    to_old: str = 'first'  # how a wider embedding meets the old classifier (BCT
+                                         # sec. 3.6): its 'first' K_old dims, or a learned 'linear' transformer (model.to_old)
 
     def __post_init__(self):
         check_scale(self.scale)
@@ -87,7 +94,8 @@ class BackboneSpec:
         if self.head not in L.HEADS: raise ValueError(f"head={self.head!r} is not one of {L.HEADS}")
         if self.objective not in ('supervised', 'simclr'): raise ValueError(f"objective={self.objective!r}: use 'supervised' or 'simclr'")
         if self.embedding not in EMBEDDINGS: raise ValueError(f"embedding={self.embedding!r}: use one of {EMBEDDINGS}")
-        if self.init not in ('seed', 'spec'): raise ValueError(f"init={self.init!r}: use 'seed' or 'spec' (see compatrepro.train.init_seed)")
+        if self.pooling not in POOLINGS: raise ValueError(f"pooling={self.pooling!r}: use one of {POOLINGS}")
+        if self.to_old not in ('first', 'linear'): raise ValueError(f"to_old={self.to_old!r}: use 'first' or 'linear' (BCT sec. 3.6)")
         if self.objective == 'simclr' and (self.compat is not None or not self.augment):
             raise ValueError("objective='simclr' needs augment=True (its two views) and no compat term")
         if self.epochs < 1 or self.batch_size < 1: raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
@@ -100,9 +108,17 @@ class BackboneSpec:
         if self.per_class is not None and (self.per_class < 1 or self.batch_size % self.per_class):
             raise ValueError(f"per_class={self.per_class} must be >= 1 and divide batch_size={self.batch_size}")
         if self.compat_views not in (1, 2): raise ValueError(f"compat_views={self.compat_views}: use 1 (one view) or 2 (RACT Alg. 1)")
+        if self.image_size is not None and (self.scale in STANDIN_SCALES or int(self.image_size) < 8):
+            raise ValueError(f"image_size={self.image_size}: the side in pixels (at least 8) of a paper-scale model's input; "
+                             "the stand-in's images are read as they are (leave it None)")
         if self.compat_views == 2 and (self.compat is None or not self.augment):
             raise ValueError("compat_views=2 gives the old model a second augmentation: it needs a compat term and augment=True")
+        if self.to_old == 'linear' and self.compat is None:
+            raise ValueError("to_old='linear' maps the embedding to the old model's dims for the compat terms: it needs a compat term")
         if isinstance(self.compat, (list, tuple)): self.compat = _compat_tuple(self.compat)
+        if any(c.positive == 'intra-class' for c in compat_terms(self)) and not (self.per_class or 0) >= 2:
+            raise ValueError("positive='intra-class' takes each anchor's positive from the images the pre-sampler puts in its "
+                             f"batch with it: it needs class-balanced batches, per_class >= 2 (got {self.per_class})")
 
     @property
     def base_lr(self) -> float:
@@ -118,17 +134,24 @@ class CompatSpec:
     tau: float = 0.05                    # RACT temperature (eqs. 5-6)
     tau_n2n: float|None = None           # RACT temperature of the new-to-new negatives (defaults to tau)
     margin: float = 0.8                  # RACT triplet margin (eqs. 14-15)
-    T: float|None = None                 # KD / LwF temperature (None: the old head's scale for cosine heads, else 2)
+    T: float|None = None                 # LwF temperature (None: the old head's scale for cosine heads, else 2); bct-kd takes none
     focal_alpha: float = 1.0             # focal distillation (RACT A.5)
     focal_beta: float = 5.0
-    eta: float = field(default=1.0, metadata=KEY_NEW_FIELD)  # RACT eq. 13: weight of the new-to-new contrast ('ra-comp-split')
-    focus: str = field(default='old', metadata=KEY_NEW_FIELD)  # 'focal': beta weighs where the 'old' or the 'new' model is right
+    eta: float = 1.0  # RACT eq. 13: weight of the new-to-new contrast ('ra-comp-split')
+    focus: str = 'old'  # 'focal': beta weighs where the 'old' or the 'new' model is right
+    positive: str = 'instance'  # RACT's positive: 'instance' (phi_old(x), sec. 4.1) or 'intra-class' (the pre-sampler's, Table 6)
 
     def __post_init__(self):
         if self.method not in COMPAT_METHODS: raise ValueError(f"compat method {self.method!r} is unknown; use one of {COMPAT_METHODS}")
         for k in ('weight', 'tau', 'margin', 'focal_alpha', 'focal_beta', 'eta'):   # lambda=1 and lambda=1.0 are one model (one key)
             setattr(self, k, float(getattr(self, k)))
         if self.focus not in ('old', 'new'): raise ValueError(f"focus={self.focus!r}: use 'old' (Yan et al.) or 'new' (RACT's code)")
+        if self.positive not in ('instance', 'intra-class'): raise ValueError(f"positive={self.positive!r}: use 'instance' or 'intra-class'")
+        if self.positive != 'instance' and self.method not in RACT_CONTRASTS:
+            raise ValueError(f"positive={self.positive!r} is RACT's pre-sampler, for the terms {RACT_CONTRASTS}, not {self.method!r}")
+        if self.method == 'bct-kd' and self.T is not None:
+            raise ValueError(f"bct-kd distils the old classifier's own softmax (BCT App. A: its temperature is the cosine "
+                             f"margin loss's, 32, the head's scale); T={self.T} would divide its logits again")
         if isinstance(self.old, dict): self.old = BackboneSpec(**self.old)
         if any(c.old is None for c in compat_terms(self.old)): raise ValueError("the old model's own compat spec is incomplete")
 
@@ -160,12 +183,13 @@ def compat_methods(spec: BackboneSpec) -> tuple:
 
 # %% ../nbs/07_train.ipynb #56afa57a
 STANDIN_ARCH = 'resnet10'   # every stand-in backbone unless `arch=` says otherwise
-TINY_RECIPE = dict(optimizer='adam', lr=2e-3, lr_batch=64, batch_size=64, epochs=20, warmup_epochs=0.25, augment=False)
-TINY_EPOCHS_BY_ARCH = {'resnet18': 10, 'resnet34': 10, 'resnet50': 10, 'resnet101': 10, 'resnet152': 5, 'vit_b_32': 15}
+TINY_RECIPE = dict(optimizer='sgd', lr=0.1, lr_batch=64, momentum=0.9, weight_decay=5e-4, batch_size=64, epochs=48,
+                   warmup_epochs=round(48*5/90, 2), augment=True, width=8)   # the ImageNet recipe's 5-of-90 warm-up share
+TINY_EPOCHS_BY_ARCH = {'resnet18': 24, 'resnet34': 24, 'resnet50': 24, 'resnet101': 24, 'resnet152': 12, 'vit_b_32': 15}
 SMOKE_RECIPE = TINY_RECIPE | dict(batch_size=16, epochs=1)
-# the stand-in ViT at the ResNets' Adam rate (2e-3, a quarter-epoch warm-up) does not learn (loss 4.84 -> 4.70 in 15
+# the stand-in ViT keeps Adam: at the first regime's rate (2e-3, a quarter-epoch warm-up) it did not learn (loss 4.84 -> 4.70 in 15
 # epochs over 100 classes, mAP 1.1 %); a transformer's usual lower rate with a longer warm-up does (4.84 -> 2.38)
-TINY_ARCH_RECIPES = {'vit_b_32': dict(lr=2e-4, warmup_epochs=2.)}
+TINY_ARCH_RECIPES = {'vit_b_32': dict(optimizer='adam', lr=2e-4, weight_decay=3.0517578125e-5, warmup_epochs=2., width=64)}
 STANDIN_RECIPES = {'tiny': (TINY_RECIPE, TINY_EPOCHS_BY_ARCH, TINY_ARCH_RECIPES), 'smoke': (SMOKE_RECIPE, {}, TINY_ARCH_RECIPES)}
 
 def _family(split: str) -> str:
@@ -204,10 +228,13 @@ def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: st
         kw.update(recipe)
         kw.update(arch_recipes.get(arch, {}))
         kw['epochs'] = by_arch.get(steps_like or arch, recipe['epochs'])
-        kw['warmup_epochs'] = min(kw['warmup_epochs'], kw['epochs'])
         if fam == 'imdbface':   # keep BCT's step schedule, at its relative milestones
-            kw.update(schedule='step', milestones=tuple(round(kw['epochs']*m/16, 2) for m in (8, 12, 14)), warmup_epochs=0.)
+            # BCT's step schedule at its relative milestones, after the stand-in's warm-up: from SGD's 0.1 without one the
+            # CosFace head of a width-8 network can stall (seed 0: loss flat at 17.6 from epoch 2, retrieval at chance)
+            kw.update(schedule='step', milestones=tuple(round(kw['epochs']*m/16, 2) for m in (8, 12, 14)))
     kw.update(overrides)
+    if 'warmup_epochs' not in overrides:   # a run cut short (the notebooks' `epochs`) warms up for at most its own length
+        kw['warmup_epochs'] = min(kw.get('warmup_epochs', BackboneSpec.warmup_epochs), kw.get('epochs', BackboneSpec.epochs))
     return BackboneSpec(**kw)
 
 def ract_recipe(spec: BackboneSpec) -> BackboneSpec:
@@ -217,7 +244,7 @@ def ract_recipe(spec: BackboneSpec) -> BackboneSpec:
                    milestones=(e/3, 2*e/3), gamma=0.1, label_smoothing=0.)
 
 # %% ../nbs/07_train.ipynb #f7a14c83
-RACT_EMB_DIM = 512
+RACT_MODEL = dict(emb_dim=512, pooling='gem', head_bias=False)   # OpenCompatible's Resnet_GeM, config.json's emb_dim
 RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 10}   # one budget for both, as the paper's 90 epochs for R50 and R101
 RACT_PAPER_RECIPE = dict(epochs=90, batch={'resnet50': 6*80, 'resnet101': 6*64})
 
@@ -237,11 +264,41 @@ def ract_compat(old: BackboneSpec, setting: str = 'fastfill', method: str = 'ra-
     if setting not in taus: raise ValueError(f"setting={setting!r}: use 'fastfill' or 'ract'")
     return CompatSpec(method, old, **({'weight': 1.0, 'tau': taus[setting]} | kw))
 
+def ract_keys(phi_new: torch.Tensor, phi_old: torch.Tensor, labels: torch.Tensor):
+    r"""The batch $\mathcal{B}$ whose other-class samples are the negatives of RACT's eqs. 5-6 and 13-15: None (this batch)
+    in one process; under data parallelism, $(\phi_{new}, \phi_{old}, y)$ of the global batch gathered from every process,
+    this process's rows keeping their gradient (OpenCompatible's `gather_all`, see the note above)."""
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1: return None
+    w, r = dist.get_world_size(), dist.get_rank()
+    n = torch.tensor([len(labels)], device=labels.device); sizes = [torch.zeros_like(n) for _ in range(w)]
+    dist.all_gather(sizes, n); sizes = [int(k) for k in sizes]     # the shares differ when the batch does not divide
+    def gather(t):
+        pad = torch.zeros((max(sizes) - len(t), *t.shape[1:]), dtype=t.dtype, device=t.device)
+        out = [torch.empty_like(torch.cat([t, pad])) for _ in range(w)]
+        dist.all_gather(out, torch.cat([t.detach(), pad]).contiguous())
+        out = [o[:k] for o, k in zip(out, sizes)]; out[r] = t
+        return torch.cat(out)
+    return gather(phi_new), gather(phi_old), gather(labels)
+
+def presampled_partners(labels: torch.Tensor, per_class: int) -> torch.Tensor:
+    """Batch row of each anchor's pre-sampled intra-class positive: the next image of its group of `per_class` (the
+    class-balanced batches of `class_balanced_rows` hold each class's images in consecutive groups of `per_class`)."""
+    i = torch.arange(len(labels), device=labels.device)
+    p = i - i % per_class + (i + 1) % per_class
+    if len(labels) % per_class or not torch.equal(labels[p], labels):
+        raise ValueError(f"the batch is not made of groups of {per_class} images of one class (class_balanced_rows): "
+                         "the pre-sampler's positives need its batches")
+    return p
+
 class CompatTerm:
     r"$\mathcal{L}_{compat}$ of a `CompatSpec`: holds the frozen old model and turns a batch into the loss term."
     def __init__(self, cspec: CompatSpec, old: EmbeddingModel, new_class_ids: torch.Tensor, train_ds=None,
-                 device='cpu', feature_fn=None):
+                 device='cpu', feature_fn=None, per_class: int|None = None):
         self.spec, self.method = cspec, cspec.method
+        if cspec.positive == 'intra-class' and not (per_class or 0) >= 2:
+            raise ValueError("positive='intra-class' needs the pre-sampler's class-balanced batches: pass per_class >= 2")
+        self.per_class = per_class
         self.old = old.to(device).eval()
         for p in self.old.parameters(): p.requires_grad_(False)
         h = self.old.head
@@ -292,22 +349,23 @@ class CompatTerm:
             return masked(lambda f, r: L.bct_influence_loss(f, self.W, r, self.b, **self.kw), known, phi_new, rows)
         if m == 'bct-kd':
             r = torch.where(known, rows, torch.full_like(rows, self.W.shape[0]))
-            return L.bct_kd_influence_loss(phi_new, phi_old, self.W, r, self.b, T=self.T, **self.kw)
+            return L.bct_kd_influence_loss(phi_new, phi_old, self.W, r, self.b, **self.kw)
         if m == 'l2': return masked(L.l2_regression_loss, known, phi_new, phi_old)
-        if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores phi_new
-            z_new, z_old = self.old.head(phi_new), self.old.head(phi_old)
-            if m == 'lwf-ract': return L.lwf_loss(z_new, z_old, T=self.T)              # every sample
-            return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)   # the new classes' samples
+        if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores phi_new, every sample
+            return L.lwf_loss(self.old.head(phi_new), self.old.head(phi_old), T=self.T)
         if m == 'lwf':
             if new_head is None: raise ValueError("lwf needs the new head")
             z_new = new_head(phi_new)[:, self.lwf_cols]
             z_old = self.old.head(phi_old)
             return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)
-        if m == 'comp': return L.comp_loss(phi_new, phi_old, labels, tau=self.spec.tau)
-        if m == 'ra-comp': return L.ra_comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, tau_n2n=self.spec.tau_n2n)
-        if m == 'ra-comp-split': return L.ra_comp_split_loss(phi_new, phi_old, labels, eta=self.spec.eta, tau=self.spec.tau)
-        if m == 'comp-triplet': return L.comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin)
-        if m == 'ra-comp-triplet': return L.ra_comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin)
+        if m in RACT_CONTRASTS:
+            c = dict(positive=presampled_partners(labels, self.per_class) if self.spec.positive == 'intra-class' else None,
+                     keys=ract_keys(phi_new, phi_old, labels))
+            if m == 'comp': return L.comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, **c)
+            if m == 'ra-comp': return L.ra_comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, tau_n2n=self.spec.tau_n2n, **c)
+            if m == 'ra-comp-split': return L.ra_comp_split_loss(phi_new, phi_old, labels, eta=self.spec.eta, tau=self.spec.tau, **c)
+            if m == 'comp-triplet': return L.comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin, **c)
+            return L.ra_comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin, **c)
         if m == 'focal':
             if self.spec.focus == 'new' and new_head is None: raise ValueError("focal with focus='new' needs the new head")
             with torch.no_grad():
@@ -318,10 +376,11 @@ class CompatTerm:
 
 class CompatTerms:
     r"$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ of a backbone's compatibility terms (RACT Figure 18: $\mathcal{L} = \mathcal{L}_{cls} + \lambda_1\mathcal{L}_{bct} + \lambda_2\mathcal{L}_{ra\text{-}comp}$), all computed from one frozen old model."
-    def __init__(self, cspecs, old: EmbeddingModel, new_class_ids: torch.Tensor, train_ds=None, device='cpu', feature_fn=None):
+    def __init__(self, cspecs, old: EmbeddingModel, new_class_ids: torch.Tensor, train_ds=None, device='cpu', feature_fn=None,
+                 per_class: int|None = None):
         cspecs = (cspecs,) if isinstance(cspecs, CompatSpec) else tuple(cspecs)
         if not cspecs: raise ValueError("CompatTerms needs at least one CompatSpec")
-        self.terms = [CompatTerm(c, old, new_class_ids, train_ds, device, feature_fn) for c in cspecs]
+        self.terms = [CompatTerm(c, old, new_class_ids, train_ds, device, feature_fn, per_class) for c in cspecs]
 
     def __call__(self, x: torch.Tensor, labels: torch.Tensor, phi_new: torch.Tensor, new_head=None) -> torch.Tensor:
         r"$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ on a batch (arguments as `CompatTerm`'s); one term gives $\lambda\,\mathcal{L}_{compat}$ exactly as before."
@@ -392,10 +451,14 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
     device = torch.device(device)
     per = batch_size//world
     if per < 1: raise ValueError(f"batch_size={batch_size} is smaller than the number of processes ({world})")
+    if per_class and (batch_size//per_class) % world:
+        raise ValueError(f"batch_size={batch_size} holds {batch_size//per_class} groups of per_class={per_class}, which "
+                         f"{world} processes cannot share equally: each process takes whole groups")
+    share = (lambda r: r.view(-1, per_class)[rank::world].reshape(-1)) if per_class else (lambda r: r[rank::world])
     if hasattr(ds, 'tensors') and hasattr(ds, 'augment'):
         X, Y = ds.tensors()
         for r in epoch_rows(len(Y), batch_size, g, per_class, Y):
-            idx = r[rank::world]
+            idx = share(r)
             xb = X[idx].to(device, non_blocking=True)
             if views > 1: xb = torch.stack([ds.augment(xb, generator=g) for _ in range(views)], 1)
             else: xb = ds.augment(xb, generator=g) if train else ds.normalize(xb)
@@ -405,7 +468,7 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         def __init__(self, order): self.order = order
         def __iter__(self): return iter(self.order.tolist())
         def __len__(self): return len(self.order)
-    perm = epoch_rows(len(ds), batch_size, g, per_class, getattr(ds, 'labels', None))[:, rank::world].reshape(-1)
+    perm = torch.cat([share(r) for r in epoch_rows(len(ds), batch_size, g, per_class, getattr(ds, 'labels', None))])
     nw = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
     if views > 1: ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
@@ -454,33 +517,46 @@ def _load_ckpt(path):
         return None
 
 # %% ../nbs/07_train.ipynb #7455f4cf
-INIT_FIELDS = ('split', 'scale', 'seed', 'data_seed', 'arch', 'emb_dim', 'head', 'head_scale', 'head_margin',
+INIT_FIELDS = ('split', 'scale', 'seed', 'data_seed', 'arch', 'width', 'emb_dim', 'head', 'head_scale', 'head_margin',
                'normalize', 'compat', 'objective', 'embedding_relu', 'embedding')
 
 def init_seed(spec: BackboneSpec) -> int:
-    "The seed of `spec`'s initial weights: `spec.seed` when `spec.init == 'seed'`, else a hash of its `INIT_FIELDS`."
-    if spec.init == 'seed': return spec.seed
+    "The seed of `spec`'s initial weights: a hash of its `INIT_FIELDS` (what defines the model, not its schedule)."
     return int(spec_key('backbone-init', {k: getattr(spec, k) for k in INIT_FIELDS}), 16) % 2**63
 
 def _image_size(ds) -> int|None:
     size = getattr(ds, 'image_size', None)
     return size[0] if isinstance(size, (tuple, list)) else size
 
+
+def input_size(spec: BackboneSpec) -> int|None:
+    """The side of the square images the model of `spec` reads: `spec.image_size`, else at paper scale the size of its
+    training data's family (`02_manifests`: 224 px, 112 for faces); None on the stand-in (its images as they are)."""
+    if spec.image_size is not None: return int(spec.image_size)
+    return None if spec.scale in STANDIN_SCALES else paper_image_size(_family(spec.split))
+
+def model_input(ds, spec: BackboneSpec):
+    """`ds` read at `input_size(spec)`: itself when that is its size (or the spec names none), else its `at_size` copy;
+    training and feature extraction read every split through it, so a model sees the images it was built for."""
+    s = input_size(spec)
+    if s is None or _image_size(ds) == s: return ds
+    if not hasattr(ds, 'at_size'): raise ValueError(f"{ds!r} cannot be read at {s} px (only a paper-scale dataset can)")
+    return ds.at_size(s)
+
 def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
-    """The untrained `EmbeddingModel` of `spec` for the classes of `ds`. `init='spec'`: drawn from `init_seed(spec)`,
-    leaving the global generator as it was; `init='seed'`: drawn from the global generator, which the trainer has
-    just seeded with `spec.seed` (exactly what it always did, so the committed runs' models are unchanged)."""
+    """The untrained `EmbeddingModel` of `spec` for the classes of `ds`, drawn from `init_seed(spec)`, leaving the
+    global generator as it was."""
     image_size = _image_size(ds)
     build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
                                    spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None,
-                                   spec.embedding_relu, spec.embedding)
-    if spec.init == 'seed': return build()
+                                   spec.embedding_relu, spec.embedding, spec.width, spec.pooling, spec.head_bias,
+                                   compat_old(spec).emb_dim if spec.to_old == 'linear' else None)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed(spec))
         return build()
 
-# %% ../nbs/07_train.ipynb #d4bddd8e
-COMPAT_VERSIONS = {'bct-syn': 2}   # bump one method's version when only that term changes: the others stay cached
+# %% ../nbs/07_train.ipynb #4109927d
+COMPAT_VERSIONS = {'bct-syn': 2, 'bct-kd': 2, 'lwf-bct': 2}   # bump one method's version when only that term changes: the others stay cached
 
 def _compat_version(spec: BackboneSpec) -> int|dict|None:
     "The COMPAT_VERSIONS entry of the spec's compat method, None when it has none; with several terms {method: version} of those that have one."
@@ -500,11 +576,14 @@ def _make_optimizer(spec, params):
     return torch.optim.Adam(params, lr=spec.base_lr, weight_decay=spec.weight_decay)
 
 class _Net(nn.Module):
-    "features and logits in one forward, so that DDP sees the head's parameters used; with `proj`, SimCLR's $z=g(f)$ instead of logits."
+    """features, logits and what the compat terms see in one forward, so that DDP sees the head's (and `to_old`'s)
+    parameters used; with `proj`, SimCLR's $z=g(f)$ instead of logits. The compat terms see $f$, or `to_old(f)` when
+    the model has BCT sec. 3.6's linear transformer."""
     def __init__(self, m, proj=None): super().__init__(); self.m, self.proj = m, proj
     def forward(self, x, labels):
         f = self.m(x)
-        return f, (self.m.head(f, labels) if self.proj is None else self.proj(f))
+        to_old = getattr(self.m, 'to_old', None)
+        return f, (self.m.head(f, labels) if self.proj is None else self.proj(f)), (f if to_old is None else to_old(f))
 
 def simclr_projection(d: int) -> nn.Module:
     "SimCLR's projection head $g$ (Chen et al. 2020, sec. 2.1): Linear-BN-ReLU-Linear, $d \\to d$; dropped after training."
@@ -570,6 +649,7 @@ def train_backbone(spec: BackboneSpec, train_set, old: EmbeddingModel|None = Non
 def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, show_progress, pretrained=None):
     rank, world, device = dist_setup(device)
     seed_everything(spec.seed)
+    ds = model_input(ds, spec)
     model = initial_model(spec, ds)
     if pretrained is not None: load_pretrained(model, pretrained)
     model = to_device(model, device)
@@ -590,7 +670,7 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     scaler = torch.amp.GradScaler('cuda', enabled=use_amp and not torch.cuda.is_bf16_supported())
     compat = None
     if spec.compat is not None:
-        compat = CompatTerms(compat_terms(spec), copy.deepcopy(old).to(device), model.class_ids, ds, device)
+        compat = CompatTerms(compat_terms(spec), copy.deepcopy(old).to(device), model.class_ids, ds, device, per_class=spec.per_class)
     start, history = 0, []
     if (ck := _load_ckpt(ckpt_path)) is not None:
         model.load_state_dict(ck['model']); opt.load_state_dict(ck['optimizer']); sched.load_state_dict(ck['scheduler'])
@@ -610,10 +690,10 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
             if two_views: x, x_old = x[:, 0], x[:, 1]       # RACT Alg. 1: x_new = aug(x), x_old = aug(x)
             if cl: x = x.contiguous(memory_format=torch.channels_last)
             with autocast(device, use_amp):
-                phi, out = net(x, y)
+                phi, out, phi_compat = net(x, y)
                 if simclr: loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
                 else: loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
-                if compat is not None: loss = loss + compat(x_old if two_views else x, y, phi, model.head)
+                if compat is not None: loss = loss + compat(x_old if two_views else x, y, phi_compat, model.head)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
             tot += loss.detach(); n += 1
@@ -645,8 +725,9 @@ def simclr_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> 
 FASTFILL_OBJECTIVES = ('l2', 'disc', 'l2+disc', 'l2+uncert', 'disc+uncert', 'l2+disc+uncert')
 RM_OBJECTIVES = ('rqt', 'cl', 'cl-m', 'mcl')
 RM_PER_CLASS = 4   # images per class in a batch of RM's transformation training (class-balanced batches)
-STANDIN_TRANSFORMATION_RECIPES = {'tiny': dict(epochs=20, epochs_rm=50, batch_size=256, inner_dim=512),
-                                  'smoke': dict(epochs=2, epochs_rm=2, batch_size=64, inner_dim=512)}
+RM_TAU = 0.1       # RM's contrastive losses: the temperature dividing the cosine distance (see above)
+STANDIN_TRANSFORMATION_RECIPES = {'tiny': dict(epochs=20, epochs_rm=200, views_rm=4, batch_size=256, inner_dim=512),
+                                  'smoke': dict(epochs=2, epochs_rm=2, views_rm=2, batch_size=64, inner_dim=512)}
 
 @dataclass
 class TransformationSpec:
@@ -673,12 +754,14 @@ class TransformationSpec:
     batch_size: int = 1024
     warmup_epochs: float = 5.0
     freeze_bn_epoch: float|None = 40     # BatchNorm frozen (eval mode) from this epoch on; None: never
-    per_class: int|None = field(default=None, metadata=KEY_NEW_FIELD)   # class-balanced batches of this many images per class (RM); None: plain shuffle
-    psi_grad_to_h: bool = field(default=True, metadata=KEY_NEW_FIELD)   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
+    per_class: int|None = None   # class-balanced batches of this many images per class (RM); None: plain shuffle
+    psi_grad_to_h: bool = True   # FastFill: the log sigma^2 term reaches h through psi (psi reads h, a shared
                                          # backbone); False: psi reads h with the gradient stopped (an ablation)
-    normalize_h: bool = field(default=False, metadata=KEY_NEW_FIELD)   # h(phi_old) of unit length (FastFill App. A.2, VGGFace2)
-    lr_steps_per: str = field(default='epoch', metadata=KEY_NEW_FIELD)  # the cosine schedule moves every 'epoch' as FCT's code
+    normalize_h: bool = False   # h(phi_old) of unit length (FastFill App. A.2, VGGFace2)
+    lr_steps_per: str = 'epoch'  # the cosine schedule moves every 'epoch' as FCT's code
                                          # (`utils/schedulers.py` of apple/ml-fct) does, or every 'iteration'
+    views: int = 0                       # stand-in: train on this many cached augmented views of each image (epoch e
+                                         # reads view e % views); 0: the un-augmented features
 
     def __post_init__(self):
         for k in ('old', 'new', 'side_info'):
@@ -688,6 +771,9 @@ class TransformationSpec:
         if self.old.scale != self.new.scale: raise ValueError("old and new backbones must be of the same scale")
         if self.epochs < 1 or self.batch_size < 2: raise ValueError("epochs must be >= 1 and batch_size >= 2 (BatchNorm)")
         if self.lr_steps_per not in ('iteration', 'epoch'): raise ValueError(f"lr_steps_per={self.lr_steps_per!r}: use 'iteration' or 'epoch'")
+        if self.views < 0: raise ValueError(f"views={self.views}: use 0 (un-augmented features) or a number of augmented views")
+        if self.views and self.new.scale not in STANDIN_SCALES:
+            raise ValueError("views are the stand-in's cached augmented views; at paper scale every epoch draws a fresh view")
 
     @property
     def kind(self) -> str: return 'rm' if self.objective in RM_OBJECTIVES else 'fct'
@@ -698,17 +784,21 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
     kw = dict(old=old, new=new, objective=objective, seed=seed)
     if objective in RM_OBJECTIVES:   # RM sec. 5.2; per_class: our choice (see above), so that mined positives exist
         kw.update(lr=1e-4, weight_decay=0., epochs=50, warmup_epochs=0., freeze_bn_epoch=None, per_class=RM_PER_CLASS)
+        if objective != 'rqt': kw.update(tau=RM_TAU)   # eq. 9 has no softmax
     if new.scale in STANDIN_SCALES:
         r = STANDIN_TRANSFORMATION_RECIPES[new.scale]
         e = r['epochs_rm'] if objective in RM_OBJECTIVES else r['epochs']
         kw.update(epochs=e, batch_size=r['batch_size'], inner_dim=r['inner_dim'])
-        if objective not in RM_OBJECTIVES: kw.update(warmup_epochs=e/16, freeze_bn_epoch=e/2)
+        if objective in RM_OBJECTIVES: kw.update(views=r['views_rm'])
+        else: kw.update(warmup_epochs=e/16, freeze_bn_epoch=e/2)
     kw.update(overrides)
+    if 'warmup_epochs' not in overrides:   # as `backbone_spec`: a run cut short warms up for at most its own length
+        kw['warmup_epochs'] = min(kw.get('warmup_epochs', TransformationSpec.warmup_epochs), kw.get('epochs', TransformationSpec.epochs))
     return TransformationSpec(**kw)
 
 def transformation_key(spec: TransformationSpec) -> dict:
     "The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones' compat versions."
-    key = {'spec': spec, 'code_version': CODE_VERSION}   # fields added later are left out at their default (KEY_NEW_FIELD)
+    key = {'spec': spec, 'code_version': CODE_VERSION}
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
@@ -717,8 +807,9 @@ def transformation_key(spec: TransformationSpec) -> dict:
 
 # what `compatrepro status` compares (`00_core`): the trainer's code, each method's version, each scale's recipe
 OBJECTIVE_VERSIONS = {}   # bump an objective's version when only its loss changes (it is then part of its key too)
-PAPER_RECIPE_VERSION = 2  # bump when a paper-scale default of `backbone_spec` or `transformation_spec` changes
+PAPER_RECIPE_VERSION = 3  # bump when a paper-scale default of `backbone_spec` or `transformation_spec` changes
                           # 2: the transformation trains on one augmented view per step through both models
+                          # 3: RM's contrastive losses at RM_TAU
 register_version('trainer', CODE_VERSION)
 for _m in COMPAT_METHODS: register_version(f'compat:{_m}', COMPAT_VERSIONS.get(_m, 1))
 for _o in FASTFILL_OBJECTIVES + RM_OBJECTIVES: register_version(f'objective:{_o}', OBJECTIVE_VERSIONS.get(_o, 1))
@@ -766,23 +857,31 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
                          show_progress: bool = True) -> dict:
     r"""Train the transformation of `spec` on features of the same images: $\phi_{old}(x)$ `phi_old` [N, d_old],
     $\phi_{new}(x)$ `phi_new` [N, d_new], global `labels` [N], the frozen new classifier $\kappa_{new}$ `new_head`
-    (for $\mathcal{L}_{disc}$) and `side` features (FCT side-information). Returns the artifact."""
-    if not (len(phi_old) == len(phi_new) == len(labels)) or (side is not None and len(side) != len(labels)):
-        raise ValueError(f"phi_old, phi_new, labels (and side) must describe the same images: lengths {len(phi_old)}, "
-                         f"{len(phi_new)}, {len(labels)}" + ('' if side is None else f", {len(side)}"))
+    (for $\mathcal{L}_{disc}$) and `side` features (FCT side-information). Features of V augmented views of the
+    images come as [V, N, d] (`spec.views` = V): epoch $e$ trains on view $e \bmod V$. Returns the artifact."""
+    V = spec.views or 1
+    for name, t in (('phi_old', phi_old), ('phi_new', phi_new)) + ((('side', side),) if side is not None else ()):
+        if t.dim() != (3 if spec.views else 2) or (spec.views and len(t) != V):
+            raise ValueError(f"{name} has shape {tuple(t.shape)}: spec.views={spec.views} asks for "
+                             + (f"[{V}, N, d] (one [N, d] per view)" if spec.views else "[N, d]"))
+    if not (phi_old.shape[-2] == phi_new.shape[-2] == len(labels)) or (side is not None and side.shape[-2] != len(labels)):
+        raise ValueError(f"phi_old, phi_new, labels (and side) must describe the same images: lengths {phi_old.shape[-2]}, "
+                         f"{phi_new.shape[-2]}, {len(labels)}" + ('' if side is None else f", {side.shape[-2]}"))
     if (spec.side_info is None) != (side is None):
         raise ValueError("pass side features exactly when the spec has side_info (FCT's h reads both)")
     for name, t in (('phi_old', phi_old), ('phi_new', phi_new)) + ((('side', side),) if side is not None else ()):
         if not torch.isfinite(t).all(): raise ValueError(f"{name} holds NaN or infinite values: the features are broken; re-extract them")
     device = get_device(device)
-    Xo, Xn, Y = phi_old.to(device), phi_new.to(device), labels.to(device)
-    S = side.to(device) if side is not None else None
+    views = lambda t: (t if spec.views else t[None]).to(device)
+    Xo, Xn, Y = views(phi_old), views(phi_new), labels.to(device)
+    S = views(side) if side is not None else None
     n = len(Y); steps = n//spec.batch_size
     if steps == 0: raise ValueError(f"{n} training features are fewer than one batch of {spec.batch_size}")
     def batches(epoch):
+        v = epoch % V
         rows = epoch_rows(n, spec.batch_size, _epoch_generator(spec.seed, epoch), spec.per_class, labels).to(device)
-        for idx in rows: yield Xo[idx], Xn[idx], Y[idx], None if S is None else S[idx]
-    dims = (phi_old.shape[1], phi_new.shape[1], None if side is None else side.shape[1])
+        for idx in rows: yield Xo[v][idx], Xn[v][idx], Y[idx], None if S is None else S[v][idx]
+    dims = (phi_old.shape[-1], phi_new.shape[-1], None if side is None else side.shape[-1])
     t0 = time.time()
     art = _fit_transformation(spec, dims, steps, batches, new_head, checkpoint, device, stop_after, show_progress)
     art['train_seconds'] = time.time() - t0
@@ -809,6 +908,9 @@ def train_transformation_same_view(spec: TransformationSpec, old: nn.Module, new
     augmentation; the new model's head gives $\kappa_{new}$. Costs two (three) forward passes a step."""
     if (spec.side_info is None) != (side is None):
         raise ValueError("pass the side-information model exactly when the spec has side_info (FCT's h reads both)")
+    sizes = {input_size(b) for b in (spec.old, spec.new, spec.side_info) if b is not None}
+    if len(sizes) > 1: raise ValueError(f"one view of each image goes through every model, but they read sizes {sorted(sizes)}: give them one image_size")
+    train_set = model_input(train_set, spec.new)
     device = get_device(device)
     steps = len(train_set)//spec.batch_size
     if steps == 0: raise ValueError(f"the training set has {len(train_set)} images, fewer than one batch of {spec.batch_size}")
@@ -875,3 +977,5 @@ def apply_transformation(net: nn.Module, x: torch.Tensor, side: torch.Tensor|Non
         outs.append(o if isinstance(o, tuple) else (o,))
     res = tuple(torch.cat([o[j] for o in outs]).cpu() for j in range(len(outs[0])))
     return res if len(res) > 1 else res[0]
+
+

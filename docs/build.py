@@ -439,7 +439,8 @@ def _status_cell(row, scale: str, pages: dict) -> str:
     if row.status == 'illustration': return 'illustration'
     if row.status == 'missing': return 'missing'
     if row.status in ('reproduced', 'partly', 'differs', 'runs'):
-        held = f'{row.holding} of {row.claims} claims hold' if row.claims else 'no claim declared on it'
+        held = (f'{row.holding} of {row.claims} findings hold' if row.claims else 'no finding declared on it') + \
+               (f' (checks {row.checks_holding}/{row.checks})' if row.checks else '')
         return f'**{row.status}**, {held}, seeds {row.seeds.replace(" ", ", ")}: ' + ', '.join(link(n) for n in nbs)
     # stale: '<nb> seed <k>: <why>' parts, grouped by reason and seeds, so notebooks with the same story share a line
     seeds: dict = {}
@@ -464,11 +465,11 @@ def results_overview(pages: dict) -> str:
            '- **reproduced**: records for the item exist under `results/<scale>/records/`, every run that wrote '
            'them is current (its notebook\'s code, the library code it reaches, the versions of the methods and recipes '
            'it used and the records it read are those of this checkout: its provenance, '
-           '`results/<scale>/runs/<notebook>.seed<k>.json`), and every claim of the paper declared on its numbers holds '
-           'over the seeds. The seeds are those current runs; the link goes to the notebook page.',
-           '- **partly** / **differs**: current, and some / none of its claims hold; the claims notebook of the paper '
-           'says why each one that does not hold fails on the stand-in.',
-           '- **runs**: current, but no claim is declared on its numbers, so nothing says yet whether they show what the '
+           '`results/<scale>/runs/<notebook>.seed<k>.json`), and every finding of the paper declared on its numbers holds '
+           'over the seeds (checks, what holds by construction, are counted apart and never make an item reproduced). The seeds are those current runs; the link goes to the notebook page.',
+           '- **partly** / **differs**: current, and some / none of its findings hold; the claims notebook of the paper '
+           'gives, beside each one that does not hold, the reason written for it in `docs/expected_verdicts.csv`.',
+           '- **runs**: current, but no finding is declared on its numbers, so nothing says yet whether they show what the '
            'paper shows.',
            '- **stale**: records exist, but some run that wrote them no longer matches the code; the reason is given. '
            '`compatrepro reproduce --scale <scale> --only <notebook> --seeds ...` makes them current again.',

@@ -174,6 +174,37 @@ def test_gldv2_allocations(tmp_path):
         get_split('gldv2-open-class-old', 'eval', 'paper', tmp_path)
 
 
+def _gld(root, folder, i):
+    p = root/folder/i[0]/i[1]/i[2]/f'{i}.jpg'; p.parent.mkdir(parents=True, exist_ok=True); p.touch(); return p
+
+
+def test_gldv2_test_is_the_private_queries(tmp_path):
+    """GLDv2-test as RACT sec. 5.1 has it: "GLDv2-test contains 761,757 gallery images and 750 query images", the Private
+    rows of Kaggle's retrieval_solution_v2.1.csv. The file also holds 379 Public queries and rows without a landmark
+    (`images` the string None, Usage 'Ignored'): a manifest of all 1,129 queries, or one with the ignored rows read as
+    NaN and kept, fails here. The counts are the real file's; the images are empty files (the manifest only checks
+    that they exist)."""
+    r = tmp_path/'gldv2'
+    train = ['a00train01', 'a00train02']
+    for i in train: _gld(r, 'train', i)
+    pd.DataFrame(dict(landmark_id=[5], images=[' '.join(train)])).to_csv(r/'train_clean.csv', index=False)
+    index = [f'b{k:04x}index' for k in range(20)]
+    for i in index: _gld(r, 'index', i)
+    pd.DataFrame(dict(id=index)).to_csv(r/'index.csv', index=False)
+    usage = ['Private']*750 + ['Public']*379 + ['Ignored']*40
+    rng = np.random.default_rng(0); usage = list(rng.permutation(usage))
+    ids = [f'c{k:04x}query' for k in range(len(usage))]
+    for i in ids: _gld(r, 'test', i)
+    images = [index[k % 20] + ('' if k % 3 else ' ' + index[(k + 1) % 20]) if u != 'Ignored' else 'None' for k, u in enumerate(usage)]
+    pd.DataFrame(dict(id=ids, images=images, Usage=usage)).to_csv(r/'retrieval_solution_v2.1.csv', index=False)
+    q, g = get_split('gldv2', 'query', 'paper', tmp_path), get_split('gldv2', 'gallery', 'paper', tmp_path)
+    assert len(q) == 750, f'GLDv2-test has {len(q)} queries; the paper\'s 750 are the Private ones (1,129 = Public + Private)'
+    assert len(g) == 20
+    private = [k for k, u in enumerate(usage) if u == 'Private']
+    assert q.paths == [f'test/{ids[k][0]}/{ids[k][1]}/{ids[k][2]}/{ids[k]}.jpg' for k in private]
+    assert [p.tolist() for p in q.positives[:2]] == [[index.index(x) for x in images[k].split()] for k in private[:2]]
+
+
 def test_roxford_and_ijbc(tmp_path):
     r = tmp_path/'roxford5k'
     for n in ('q1', 'g1', 'g2', 'g3'): img(r/'jpg'/f'{n}.jpg')

@@ -98,10 +98,13 @@ ROX = load('revisitop_roxford_map')
 
 @pytest.mark.parametrize('protocol', ['medium', 'hard', 'easy'])
 def test_revisitop_full_ranking_map_agrees(protocol):
+    """'rmAP' is revisitop's compute_map over the whole ranking, junk removed: the mean and every query's AP equal the
+    numbers revisitop gave under each protocol (medium is RACT sec. 5.1's; hard is the other one papers report)."""
     c = case(ROX, f'{protocol}_protocol'); ns = regenerate(c)
     r = retrieval_metrics(ns['Q'], ns['X'], metrics=('rmAP',), distance='cosine', query_is_gallery=False,
                           relevance=roxford_relevance(ns['gnd'], protocol))
     assert r['rmAP'] == pytest.approx(c['authors']['mAP'], abs=TOL)
+    assert r['rmAP'] == pytest.approx(c['package_current']['rmAP'], abs=TOL)
     assert r['n_skipped'] == c['authors']['n_empty']
     pq = retrieval_metrics(ns['Q'], ns['X'], metrics=('rmAP',), distance='cosine', query_is_gallery=False,
                            relevance=roxford_relevance(ns['gnd'], protocol), per_query=True)['rmAP'].to_numpy()
@@ -110,21 +113,24 @@ def test_revisitop_full_ranking_map_agrees(protocol):
     np.testing.assert_allclose(pq[~np.isnan(pq)], ref[~np.isnan(ref)], rtol=0, atol=TOL)
     if protocol == 'medium':      # OpenCompatible's calculate_mAP_roxford_rparis returns this medium mAP
         assert r['rmAP'] == pytest.approx(ROX['also_checked']['medium_mAP_on_this_recipe'], abs=TOL)
+    for reading, v in c['truncation_readings'].items():      # sec. 5.1's "mAP@10" readings: none is what is computed
+        assert not close(r['rmAP'], v), reading
 
 
-@pytest.mark.parametrize('protocol', ['medium', 'hard', 'easy'])
-def test_revisitop_rmap_at_10_reading(protocol):
-    """The package's rmAP@10 is reading B (junk removed, ranking cut at 10, AP divided by all positives); it is not
-    revisitop on ranks[:10] (A, cut before junk removal) nor a min(#positives, 10) denominator (C) nor mP@10 (D)."""
-    c = case(ROX, f'{protocol}_protocol'); ns = regenerate(c)
-    r = retrieval_metrics(ns['Q'], ns['X'], metrics=('rmAP@10',), distance='cosine', query_is_gallery=False,
-                          relevance=roxford_relevance(ns['gnd'], protocol))
-    tr = {k[0]: v for k, v in c['truncation_readings'].items()}
-    assert r['rmAP@10'] == pytest.approx(c['package_current']['rmAP_at_10'], abs=TOL)
-    assert r['rmAP@10'] == pytest.approx(tr['B'], abs=TOL)
-    assert not close(r['rmAP@10'], tr['A'])
-    assert not close(r['rmAP@10'], tr['D'])
-    if protocol == 'medium': assert not close(r['rmAP@10'], tr['C'])   # medium has queries with > 10 positives
+def test_ract_roxford_metric_is_revisitops_medium_map():
+    "RACT's ROxford/RParis number (its metric in RACT_TESTS, on query_relevance of a gnd) is revisitop's medium mAP."
+    from types import SimpleNamespace
+    from compatrepro.experiments import query_relevance
+    from compatrepro.ract import RACT_TESTS
+    c = case(ROX, 'medium_protocol'); ns = regenerate(c)
+    for test in ('ROxford', 'RParis'):
+        metric = RACT_TESTS[test][1]
+        r = retrieval_metrics(ns['Q'], ns['X'], metrics=(metric,), distance='cosine', query_is_gallery=False,
+                              relevance=query_relevance(SimpleNamespace(gnd=ns['gnd'])))
+        assert r[metric] == pytest.approx(c['authors']['mAP'], abs=TOL), test
+    with pytest.raises(ValueError, match='no cut-off'):
+        retrieval_metrics(ns['Q'], ns['X'], metrics=('rmAP@10',), distance='cosine', query_is_gallery=False,
+                          relevance=roxford_relevance(ns['gnd']))
 
 
 # ---------------------------------------------------------------- 3. GLDv2 mAP@100, Kaggle's MeanAveragePrecision

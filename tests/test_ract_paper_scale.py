@@ -70,6 +70,7 @@ def test_ract_paper_scale_trains_and_evaluates(tmp_path, monkeypatch):
         assert (old.split, new.split) == ('gldv2-open-class-old', 'gldv2-open-class-new')
         assert all((s.arch, s.emb_dim, s.epochs, s.batch_size, s.augment, s.optimizer, s.warmup_epochs, s.pretrained) ==
                    ('resnet50', 512, 1, 4, True, 'adam', 0., weights) for s in (old, new))      # App. A.1, shortened
+        assert all((s.pooling, s.head_bias) == ('gem', False) for s in (old, new))           # OpenCompatible's Resnet_GeM
         assert (old.compat, old.compat_views) == (None, 1)
         assert new.compat_views == 2 and new.compat.method == 'ra-comp' and new.compat.old == old and new.compat.tau == 0.05
         r101 = ract_specs(P, 'open-class', 'R101', ('ours',))['ours']                          # specs only: too slow on CPU
@@ -135,7 +136,7 @@ def test_ract_spec_takes_the_epoch_and_batch_overrides(tmp_path):
 
 # ---- 2. evaluation at GLDv2-test's size in bounded memory ------------------------------------------------------------
 
-GLDV2_TEST = dict(m=750, n=761_757)   # GLDv2-test: 750 queries (public + private with positives), 761,757 index images
+GLDV2_TEST = dict(m=750, n=761_757)   # GLDv2-test: its 750 Private queries (RACT sec. 5.1), 761,757 index images
 MEASURE = textwrap.dedent('''
     import json, resource, sys, time
     import numpy as np, torch

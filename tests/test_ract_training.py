@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np, pytest, torch
 import torch.nn.functional as F
 
-from compatrepro.core import RunContext, _canon, spec_key, using_context
+from compatrepro.core import RunContext, spec_key, using_context
 from compatrepro.data import get_split
 from compatrepro import losses as L
 from compatrepro import pipeline as P
@@ -87,10 +87,8 @@ def test_ra_comp_split_term_is_eq13(eta):
     assert abs(float(T.CompatTerm(c, old, ids)(x, y, p).detach()) - _eq13(p.detach(), x, y, eta, 0.5)) < 1e-5
 
 
-def test_eta_is_a_new_key_field():
-    "eta at its default leaves every existing CompatSpec's key as it was; another eta is another model."
-    c = T.CompatSpec('ra-comp', OLD)
-    assert 'eta' not in _canon(c)
+def test_eta_is_part_of_the_key():
+    "Another eta is another model (RACT eq. 13)."
     k = lambda e: spec_key('backbone', T.backbone_key(replace(NEW, compat=T.CompatSpec('ra-comp-split', OLD, eta=e))))
     assert k(1.0) != k(2.0)
 

@@ -60,9 +60,11 @@ def _fake_gldv2(root, n_landmarks=6, per_landmark=3, n_index=6):
     pd.DataFrame(rows, columns=['landmark_id', 'images']).to_csv(d/'train_clean.csv', index=False)
     index = [f'ab{k:x}0c1' for k in range(n_index)]
     for k, i in enumerate(index): img(at('index', i), (30*k, 10, 200))
-    for k in range(2): img(at('test', f'cd{k}9e2'), (30*k, 10, 200))
+    for k in range(4): img(at('test', f'cd{k}9e2'), (30*k, 10, 200))
     pd.DataFrame({'id': index}).to_csv(d/'index.csv', index=False)
-    solution = {'id': ['cd09e2', 'cd19e2'], 'images': [' '.join(index[:2]), index[2]]}   # positives: index 0 and 1; index 2
+    # Kaggle's layout: two Private queries (GLDv2-test), a Public one and an ignored one (images None), all left out
+    solution = {'id': ['cd09e2', 'cd29e2', 'cd19e2', 'cd39e2'], 'images': [' '.join(index[:2]), index[3], index[2], 'None'],
+                'Usage': ['Private', 'Public', 'Private', 'Ignored']}   # the Private positives: index 0 and 1; index 2
     pd.DataFrame(solution).to_csv(d/'retrieval_solution_v2.1.csv', index=False)
 
 
@@ -132,8 +134,9 @@ FAST_TRANSFORMATION = dict(epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_ep
 
 def test_rm_table1_rows_end_to_end(rm_root, monkeypatch):
     "Every row of Table 1 on CIFAR-100 at paper scale, its transformations shortened to one epoch of 8-image batches."
-    made, batches = [], []
+    made, batches, asked = [], [], []
     def short_recipe(*a, **kw):   # rm_setups asks for the paper's schedule (50-80 epochs of 1024 images)
+        asked.append({k: kw.get(k) for k in ('epochs', 'batch_size')})
         made.append(T.transformation_spec(*a, **(kw | FAST_TRANSFORMATION))); return made[-1]
     real_rows = T.class_balanced_rows
     def record_rows(labels, *a):
@@ -156,6 +159,9 @@ def test_rm_table1_rows_end_to_end(rm_root, monkeypatch):
         assert np.allclose(c.index, RM_FRACTIONS) and all(np.isfinite(curve_auc(c, m)) for m in ('top1', 'mAP'))
     naive, old, new = (curves[k]['mAP'] for k in ('RM naive', 'old', 'new'))
     assert np.isclose(naive.iloc[0], old.iloc[0]) and np.isclose(naive.iloc[-1], new.iloc[-1])   # the merge's ends: old, new
+    bct, bict = curves['BCT']['mAP'], curves['BiCT']['mAP']
+    assert np.allclose(bct, bct.iloc[0]) and np.isclose(bict.iloc[0], bct.iloc[0])   # BCT backfill-free; BiCT starts there
+    assert asked and all(a == {'epochs': 1, 'batch_size': 4} for a in asked)   # the notebook's epochs and batch size reach every transformation
     assert sorted((s.objective, s.side_info is not None, s.new.compat is not None) for s in made) == \
            [('l2', False, False), ('l2', False, True), ('l2', True, False), ('mcl', False, False)]   # FCT, BiCT, FCT (side-info), RM
     rm = next(s for s in made if s.objective == 'mcl')
@@ -169,7 +175,8 @@ def test_rm_heterogeneous_upgrade_specs(tmp_path):
     "Sec. 5.3 / Figure 7 at paper scale: ResNet-18 -> ResNet-50 ('deeper') and ResNet-18 -> ViT-B/32 ('vit')."
     P, data = ExperimentParams(scale='paper', data_root=str(tmp_path)), RM_DATASETS['CIFAR-100']   # the paper's schedule
     deeper = rm_specs(P, data, upgrade='deeper')
-    assert [deeper[k].arch for k in ('old', 'new', 'BCT', 'RACT-A.1')] == ['resnet18', 'resnet50', 'resnet50', 'resnet50']
+    assert [deeper[k].arch for k in ('old', 'new', 'BCT', 'RACT')] == ['resnet18', 'resnet50', 'resnet50', 'resnet50']
+    assert deeper['RACT'].compat.tau == 0.5                                         # the RACT that learns (18_rm)
     assert deeper['BCT'].compat.old == deeper['old'] and deeper['new'].emb_dim == deeper['old'].emb_dim == 128
     vit = rm_specs(P, data, baselines=(), upgrade='vit')
     assert (vit['old'], vit['new'].arch) == (deeper['old'], 'vit_b_32') and set(vit) == {'old', 'new', 'side'}

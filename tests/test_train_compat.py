@@ -89,12 +89,16 @@ def test_transformation_trains_and_resumes(objective, extra, fake_data, ctx, tmp
     monkeypatch.setattr(P, 'train_transformation', lambda *a, **k: (_ for _ in ()).throw(AssertionError('trained again')))
     again = P.get_transformation(spec)
     for k, v in net.state_dict().items(): assert torch.equal(v, again.state_dict()[k]), k
-    # exact resume of the pure trainer: a run stopped after epoch 3 and resumed ends with the pipeline's weights
+    # exact resume of the pure trainer: a run stopped after epoch 3 and resumed ends with the pipeline's weights (on the
+    # pipeline's inputs: RM's transformations train on the stand-in's augmented views, `spec.views` of them)
     head = P.get_backbone(new).head
     ck = tmp_path/'t.pt'
+    views = lambda b: (torch.stack([P.get_features(b, 'imagenet-1k', 'train', view=v)['features'] for v in range(spec.views)])
+                       if spec.views else P.get_features(b, 'imagenet-1k', 'train')['features'])
+    to, tn = views(old), views(new)
     with pytest.raises(T.TrainingInterrupted):
-        T.train_transformation(spec, fo, fn, labels, head, checkpoint=ck, device='cpu', stop_after=3, show_progress=False)
+        T.train_transformation(spec, to, tn, labels, head, checkpoint=ck, device='cpu', stop_after=3, show_progress=False)
     assert torch.load(ck, weights_only=False)['epoch'] == 3
-    r = T.train_transformation(spec, fo, fn, labels, head, checkpoint=ck, device='cpu', show_progress=False)
+    r = T.train_transformation(spec, to, tn, labels, head, checkpoint=ck, device='cpu', show_progress=False)
     assert [e['epoch'] for e in r['history']] == list(range(1, 7))
     for k, v in art['transformation']['state_dict'].items(): assert torch.equal(v, r['transformation']['state_dict'][k]), k

@@ -41,3 +41,34 @@ def test_ddp_single_process_matches_plain(tmp_path):
     assert ddp.keys() == plain.keys()
     for k in ddp: assert torch.allclose(ddp[k].float(), plain[k].float(), atol=1e-5), k
     assert not torch.equal(ddp['embedding.weight'], T.EmbeddingModel('resnet18', 8, range(4), scale='tiny').state_dict()['embedding.weight'])
+
+
+KEYS_SCRIPT = textwrap.dedent('''
+    import torch, torch.distributed as dist
+    dist.init_process_group('gloo')
+    from compatrepro import train as T, losses as L
+    r = dist.get_rank()
+    g = torch.Generator().manual_seed(0)
+    a, b, y = torch.randn(7, 4, generator=g), torch.randn(7, 4, generator=g), torch.tensor([0, 1, 2, 0, 1, 3, 2])
+    rows = [slice(0, 4), slice(4, 7)][r]                 # unequal shares of one batch of 7: 4 and 3
+    an = a[rows].clone().requires_grad_()
+    keys = T.ract_keys(an, b[rows], y[rows])
+    loss = L.ra_comp_loss(an, b[rows], y[rows], reduction='none', keys=keys)
+    assert torch.allclose(loss, L.ra_comp_loss(a, b, y, reduction='none')[rows], atol=1e-6), loss
+    loss.sum().backward()
+    assert an.grad.abs().sum() > 0
+    print('KEYS OK', r)
+    dist.destroy_process_group()
+''')
+
+
+def test_ract_negatives_gathered_across_processes(tmp_path):
+    """RACT's negatives under data parallelism (OpenCompatible's gather_all): two gloo processes, each holding part of a
+    batch, get the losses of their anchors against the whole batch, as one process holding it would; the process's own
+    rows keep their gradient."""
+    script = tmp_path/'keys.py'; script.write_text(KEYS_SCRIPT)
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    r = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', str(script)],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert 'KEYS OK 0' in r.stdout and 'KEYS OK 1' in r.stdout

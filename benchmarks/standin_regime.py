@@ -1,0 +1,176 @@
+"""Does a stand-in regime keep the papers' premise? The acceptance test of the stand-in, from the models alone.
+
+The four papers rest on one premise: constraining a new model to be compatible with an old one costs it some accuracy
+(BCT Table 2: the paragon new*/new* above every compatible variant). This benchmark trains, for each seed, the models
+of two updates with the library's own trainer and pipeline, under a candidate regime (network width, optimiser,
+augmentation, epochs, and the stand-in's knobs), and checks, before any claim is looked at:
+
+1. the independent new model's self-test is above every compatible model's self-test (BCT, RACT), top-1 and mAP;
+2. old/old and new/new top-1 are at most 90 % and at least 10 points apart;
+3. the independent new/old top-1 is at chance (at most three times 1/classes);
+4. converged by the doubling test (`--double`): the old and new models trained on a schedule twice as long gain at
+   most `--tolerance` points of top-1.
+
+The updates: FastFill's ImageNet pair (old on ImageNet-500, new on ImageNet-1k, evaluated on ImageNet-1k's evaluation
+images, query = gallery) and BCT's IMDB-Face pair (old on half of IMDB-Face's identities, new on all of them,
+evaluated on the IJB-C stand-in's images, query = gallery, subjects no model trains on), with the backbones the
+notebooks give them (ImageNet: ml-fct's embedding, as every FastFill notebook). Each candidate gets its own artifact
+cache, since a changed stand-in knob is not part of the models' cache keys inside one process; the library's own
+regime (no knob or recipe flag) can read the cache of `compatrepro reproduce`, whose notebooks train the same models:
+
+    python benchmarks/standin_regime.py --cache ~/.cache/compatrepro --seeds 0 1 2 --out benchmarks/standin_regime/library.csv
+
+    python benchmarks/standin_regime.py --width 8 --optimizer sgd --lr 0.1 --momentum 0.9 --weight-decay 5e-4 \\
+        --augment --epochs 32 --n-train 300 --clutter 3 --noise 0 0.08 --seeds 0 1 2 --double \\
+        --out benchmarks/standin_regime/w8-sgd-e32.csv
+
+Rows: candidate, seed, pair, model, epochs, top1, mAP, train_seconds. `--summary FILE...` prints the lever table
+(mean and per seed, and each criterion's verdict per seed) that docs/standin_regime.md shows.
+"""
+import argparse, csv, json, os, sys, time
+from dataclasses import fields, replace
+from pathlib import Path
+
+import torch
+
+from standin_convergence import knob_args   # the stand-in's knobs as flags (this folder is on the path)
+
+# (old split, new split, evaluation split, the backbones' keyword arguments): as 20_fastfill_imagenet (ml-fct's embedding)
+# and 30_bct_ijbc define them, so that with the library's regime and its cache the models are the notebooks' own
+PAIRS = {'imagenet': ('imagenet-500', 'imagenet-1k', 'imagenet-1k', {'embedding': 'mlfct'}),
+         'imdbface': ('imdbface-50', 'imdbface', 'ijbc', {})}
+COMPATIBLE = ('BCT', 'RACT')
+
+
+def verdicts(d, tolerance: float = 1.0) -> list[dict]:
+    "Per candidate, seed and pair: the acceptance criteria (the library's `premise_criteria`), each True/False/None, and the doubling test."
+    from compatrepro.runs import premise_criteria
+    out = []
+    for (cand, seed, pair), g in d.groupby(['candidate', 'seed', 'pair'], sort=False):
+        base = g[g.epochs == g.epochs.min()].set_index('model')
+        v = lambda m, k: float(base.loc[m, k]) if m in base.index else float('nan')
+        comp = [f'{m}/{m}' for m in COMPATIBLE if f'{m}/{m}' in base.index]
+        crit = premise_criteria(v, 'new/new', 'old/old', 'new/old' if 'new/old' in base.index else None, comp,
+                                ('top1', 'mAP'), float(base['chance'].iloc[0]))
+        c = {(r['criterion'], r['metric']): r for r in crit}
+        row = dict(candidate=cand, seed=seed, pair=pair,
+                   premise=(c['premise', 'top1']['holds'] and c['premise', 'mAP']['holds']) if comp else None,
+                   cost_top1=c['premise', 'top1']['margin'] if comp else float('nan'),
+                   cost_mAP=c['premise', 'mAP']['margin'] if comp else float('nan'),
+                   spread=c['spread', 'top1']['holds'], gap=c['spread', 'top1']['margin'],
+                   chance=c['chance', 'top1']['holds'] if ('chance', 'top1') in c else None)
+        longer = g[g.epochs == g.epochs.max()].set_index('model')
+        if g.epochs.nunique() > 1:
+            row['doubling_gain'] = max(float(longer.loc[m, 'top1']) - v(m, 'top1') for m in ('old/old', 'new/new') if m in longer.index)
+            row['converged'] = row['doubling_gain'] <= tolerance
+        out.append(row)
+    return out
+
+
+def summary(paths, tolerance: float = 1.0) -> str:
+    "The lever table: per candidate and pair, each model's top-1 / mAP (mean over seeds) and the criteria per seed."
+    import pandas as pd
+    d = pd.concat([pd.read_csv(f) for f in paths], ignore_index=True)
+    V = pd.DataFrame(verdicts(d, tolerance))
+    out = ['| candidate | pair | seeds | old/old | new/new | BCT/BCT | RACT/RACT | new/old | premise (new above BCT, RACT) | '
+           'old, new top-1 <= 90, >= 10 apart | new/old at chance | converged (doubling) | train min/model |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for (cand, pair), g in d.groupby(['candidate', 'pair'], sort=False):
+        base = g[g.epochs == g.epochs.min()]
+        cell = lambda m: (lambda r: f"{r.top1.mean():.1f} / {r.mAP.mean():.1f}" if len(r) else '')(base[base.model == m])
+        vv = V[(V.candidate == cand) & (V.pair == pair)]
+        yes = lambda c: f"{int((vv[c] == True).sum())}/{int(vv[c].notna().sum())}"
+        dbl = (f"{yes('converged')} (largest gain {vv.doubling_gain.max():+.1f})" if 'doubling_gain' in vv and vv.doubling_gain.notna().any()
+               else 'not run')
+        mins = base[base.train_seconds > 0].train_seconds.mean()/60
+        out.append(f"| {cand} | {pair} | {','.join(map(str, sorted(g.seed.unique())))} | {cell('old/old')} | {cell('new/new')} | "
+                   f"{cell('BCT/BCT')} | {cell('RACT/RACT')} | {cell('new/old')} | {yes('premise')} (cost {vv.cost_top1.mean():+.1f} / "
+                   f"{vv.cost_mAP.mean():+.1f}) | {yes('spread')} (gap {vv.gap.mean():.1f}) | {yes('chance')} | {dbl} | {mins:.1f} |")
+    return '\n'.join(out)
+
+
+def main(argv=None):
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--summary':
+        print(summary(sys.argv[2:])); return
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--arch', default=None, help="default: the stand-in's (STANDIN_ARCH)")
+    p.add_argument('--width', type=int, default=None, help="a ResNet's base width (default: the recipe's)")
+    p.add_argument('--optimizer', choices=['sgd', 'adam'], default=None)
+    p.add_argument('--lr', type=float, default=None, help='learning rate at --lr-batch')
+    p.add_argument('--lr-batch', type=int, default=None)
+    p.add_argument('--momentum', type=float, default=None)
+    p.add_argument('--weight-decay', type=float, default=None)
+    p.add_argument('--batch-size', type=int, default=None)
+    p.add_argument('--epochs', type=int, default=None)
+    p.add_argument('--warmup-epochs', type=float, default=None, help="linear warm-up, every pair's (IMDB-Face's stand-in recipe has none)")
+    p.add_argument('--augment', action='store_true', help="train with the stand-in's augmentation")
+    p.add_argument('--pairs', nargs='+', default=list(PAIRS), choices=list(PAIRS))
+    p.add_argument('--models', nargs='+', default=['old', 'new', *COMPATIBLE])
+    p.add_argument('--seeds', type=int, nargs='+', default=[0])
+    p.add_argument('--double', action='store_true', help='also train old and new on a schedule twice as long (doubling test)')
+    p.add_argument('--tolerance', type=float, default=1.0, help='the doubling test: largest top-1 gain of a converged model')
+    p.add_argument('--threads', type=int, default=1)
+    p.add_argument('--cache', default=None, help='artifact cache of this candidate (default: beside --out)')
+    p.add_argument('--candidate', default=None, help="the regime's name in the table (default: the stem of --out)")
+    p.add_argument('--out', required=True)
+    knob_args(p)
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
+    os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache or out.with_suffix('.cache')).resolve())
+    os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
+    from compatrepro import glyphs
+    from compatrepro.experiments import BASELINES
+    from compatrepro.metrics import retrieval_metrics
+    from compatrepro.pipeline import cached_backbone, get_features
+    from compatrepro.train import backbone_spec
+
+    knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(glyphs.GlyphConfig)
+             if (v := getattr(a, f.name, None)) is not None}
+    glyphs.STANDIN_CONFIGS['tiny'] = replace(glyphs.STANDIN_CONFIGS['tiny'], **knobs)   # this process only: own cache
+    over = {k: v for k, v in dict(arch=a.arch, width=a.width, optimizer=a.optimizer, lr=a.lr, lr_batch=a.lr_batch,
+                                  momentum=a.momentum, weight_decay=a.weight_decay, batch_size=a.batch_size,
+                                  epochs=a.epochs, warmup_epochs=a.warmup_epochs).items() if v is not None}
+    if a.augment: over['augment'] = True
+    cand = a.candidate or out.stem
+    meta = dict(candidate=cand, recipe=json.dumps(over), knobs=json.dumps(knobs))
+    rows = []
+
+    def save():   # after every model: an interrupted run keeps what it measured
+        with open(out, 'w', newline='') as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
+
+    for seed in a.seeds:
+        for pair in a.pairs:
+            old_split, new_split, ev, kw = PAIRS[pair]
+            old = backbone_spec(old_split, 'tiny', seed, **(kw | over)); new = backbone_spec(new_split, 'tiny', seed, **(kw | over))
+            specs = {'old': old, 'new': new} | {m: replace(new, compat=BASELINES[m](old)) for m in COMPATIBLE}
+            specs = {k: v for k, v in specs.items() if k in a.models}
+            runs = [(k, s, s.epochs) for k, s in specs.items()]
+            if a.double: runs += [(k, replace(specs[k], epochs=2*specs[k].epochs, warmup_epochs=2*specs[k].warmup_epochs), 2*specs[k].epochs)
+                                  for k in ('old', 'new') if k in specs]
+            feats = {}
+            for name, spec, E in runs:
+                t0 = time.time()
+                art = cached_backbone(spec)
+                sec = art.get('train_seconds', time.time() - t0)
+                f = get_features(spec, ev, 'eval')
+                feats[(name, E)] = f['features']; labels = f['labels']
+                chance = 100/len(labels.unique())
+                m = retrieval_metrics(f['features'], f['features'], labels, labels, metrics=('top1', 'mAP'))
+                rows.append(dict(**meta, seed=seed, pair=pair, model=f'{name}/{name}', epochs=E, top1=round(m['top1'], 2),
+                                 mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=round(sec, 1)))
+                print(f"{cand} seed {seed} {pair:8s} {name:4s} {E:3d} epochs: top-1 {m['top1']:6.2f}  mAP {m['mAP']:6.2f}  "
+                      f"({sec/60:.1f} min)", flush=True)
+                save()
+            E0 = specs['new'].epochs
+            for q, g in (('new', 'old'), ('BCT', 'old'), ('RACT', 'old')):
+                if (q, E0) in feats and (g, E0) in feats:
+                    m = retrieval_metrics(feats[(q, E0)], feats[(g, E0)], labels, labels, metrics=('top1', 'mAP'))
+                    rows.append(dict(**meta, seed=seed, pair=pair, model=f'{q}/{g}', epochs=E0, top1=round(m['top1'], 2),
+                                     mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=0))
+            save()
+    print(summary([out], a.tolerance))
+
+
+if __name__ == '__main__':
+    main()
