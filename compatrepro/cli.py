@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from .core import SCALES, STANDIN_SCALES
-from .runs import ITEM_STATES, check_results, item_claims, premise_text, reproduce, run_hours_text, status_table
+from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pending_path, pending_runs, pending_text,
+                              premise_text, reproduce, run_hours_text, status_table)
 
 # %% auto #0
 __all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'write_readme_status', 'main']
@@ -27,6 +28,10 @@ def _batch(v: str) -> int|None:
     except ValueError: b = 0
     if b < 1: raise argparse.ArgumentTypeError(f"{v!r}: give a positive integer, or 'recipe' for each recipe's own batch")
     return b
+
+def _given(a: argparse.Namespace, names: str) -> dict:
+    "The options `names` (space-separated) that were given: those left at None take the function's own default."
+    return {k: getattr(a, k) for k in names.split() if getattr(a, k) is not None}
 
 def _parse_value(v: str):
     for f in (int, float):
@@ -85,7 +90,10 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
         paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
         rows.append(f"| {paper} | {_held_text(claims[claims.paper == paper])} | {by('reproduced')} | {by('partly')} | "
                     f"{by('differs')} | {by('runs')} | {by('missing', 'stale')} | {paper_done} |")
-    return '\n'.join(rows) + '\n\n' + premise_text(results, 'tiny') + '\n\n' + run_hours_text(results, 'tiny')
+    pending = pending_text(Path(results)/'tiny')
+    ledger = ('\n\n**Re-runs pending** (`results/tiny/pending.csv`, run by `compatrepro reproduce --pending`): their items are '
+              'stale until they land.\n\n' + '\n'.join(f'- {p}' for p in pending)) if pending else ''
+    return '\n'.join(rows) + ledger + '\n\n' + premise_text(results, 'tiny') + '\n\n' + run_hours_text(results, 'tiny')
 
 def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'results', nbs: str|Path|None = None) -> bool:
     "Put `status_markdown` between the README's status markers; True if the README changed."
@@ -103,7 +111,7 @@ def main(argv: list[str]|None = None) -> int:
     r = sub.add_parser('reproduce', help='run the experiment notebooks through papermill and aggregate their results')
     r.add_argument('--scale', default='tiny', choices=SCALES,
                    help="'tiny' (the Glyphs stand-in on a CPU), 'smoke' (a small slice of it: checks that the code runs) or 'paper'")
-    r.add_argument('--seeds', type=int, nargs='+', default=[0], help='seeds to run (the papers use 5)')
+    r.add_argument('--seeds', type=int, nargs='+', default=None, help='seeds to run (default: 0; with --pending, every seed the ledger lists)')
     r.add_argument('--jobs', type=int, default=None, help='notebooks run at once (default: one per core at smoke/tiny, 1 at paper)')
     r.add_argument('--threads', type=int, default=None, help='CPU threads of each kernel (default: the cores divided among the jobs)')
     r.add_argument('--data-root', default=None, help='folder with the paper datasets (scale=paper)')
@@ -117,6 +125,19 @@ def main(argv: list[str]|None = None) -> int:
     r.add_argument('--compare-with', default=None, metavar='RESULTS',
                    help="compare each run's records with that results folder's (default: with the records the run replaces)")
     r.add_argument('-p', nargs=2, action='append', metavar=('NAME', 'VALUE'), default=[], help='extra notebook parameter')
+    r.add_argument('--pending', action='store_true', help='re-run what the re-run ledger (results/<scale>/pending.csv) lists, '
+                   'taking each run off it as soon as it is current (--only and --seeds choose a part)')
+    r.add_argument('--plan', action='store_true', help='print what would run and how long it should take, from the recorded runs and '
+                   'the models the cache holds; run nothing')
+    d = sub.add_parser('pending', help='the re-run ledger: list it, or declare the runs a change made stale')
+    d.add_argument('--declare', metavar='WHY', default=None, help='list every run that is not current and not listed yet, with '
+                   'this reason (one line) and the commit at HEAD (commit the change first)')
+    d.add_argument('--commit', default=None, help='the commit that made them stale (default: HEAD)')
+    d.add_argument('--scale', default='tiny', choices=SCALES)
+    d.add_argument('--results', default='results', help='results folder (default: ./results)')
+    d.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
+    d.add_argument('--only', nargs='+', default=None, help='regular expressions selecting notebooks by name')
+    d.add_argument('--min-seeds', type=int, default=3, help='seeds every notebook must have: those below it with no run are listed too')
     s = sub.add_parser('status', help='which tables and figures the results reproduce, and which are stale or missing')
     s.add_argument('--scale', default='tiny', choices=SCALES)
     s.add_argument('--results', default='results', help='results folder (default: ./results)')
@@ -129,14 +150,14 @@ def main(argv: list[str]|None = None) -> int:
                        'in the real layouts, training cut short (its numbers mean nothing)')
     h.add_argument('--out', default=None, help='folder for the tree, its cache and its results (default: a new temporary folder; never results/)')
     h.add_argument('--data', default=None, metavar='DIR', help='a rehearsal tree written before (default: write one under --out)')
-    h.add_argument('--device', default='cpu', help="'cpu', 'cuda', 'auto', ...")
+    h.add_argument('--device', default=None, help="'cpu' (the default), 'cuda', 'auto', ...")
     h.add_argument('--only', nargs='+', default=None, help='regular expressions selecting notebooks by name')
-    h.add_argument('--jobs', type=int, default=2, help='notebooks run at once')
+    h.add_argument('--jobs', type=int, default=None, help='notebooks run at once (default: 2)')
     h.add_argument('--threads', type=int, default=None, help='CPU threads of each kernel (default: the cores divided among the jobs)')
-    h.add_argument('--epochs', type=int, default=1, help="training epochs of every backbone (raised to a recipe's warm-up where it must be)")
-    h.add_argument('--batch-size', type=_batch, default=4, help="batch size of every backbone, or 'recipe': each recipe's own "
+    h.add_argument('--epochs', type=int, default=None, help="training epochs of every backbone (default: 1; raised to a recipe's warm-up where it must be)")
+    h.add_argument('--batch-size', type=_batch, default=argparse.SUPPRESS, help="batch size of every backbone (default: 4), or 'recipe': each recipe's own "
                    "batch with the learning rate it pairs with it (on a GPU)")
-    h.add_argument('--images-per-class', type=int, default=2, help='images per class and split in the generated tree')
+    h.add_argument('--images-per-class', type=int, default=None, help='images per class and split in the generated tree (default: 2)')
     h.add_argument('--train-images-per-class', type=int, default=None,
                    help="images per class in the tree's training folders (default: --images-per-class); a rehearsal with "
                         "--batch-size 1024 (the recipes', on a GPU) needs every training split to hold a batch: 1024 does")
@@ -144,19 +165,29 @@ def main(argv: list[str]|None = None) -> int:
     h.add_argument('--image-size', type=int, default=None, help="side in pixels of every backbone's input (default: the recipes' "
                    "224, 112 for faces); CI rehearses at 64")
     h.add_argument('--width', type=int, default=None, help="base width of every ResNet (default: torchvision's 64); CI rehearses at 16")
-    h.add_argument('--seed', type=int, default=0)
+    h.add_argument('--seed', type=int, default=None, help='default: 0')
     h.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     a = ap.parse_args(argv)
     try:
         if a.cmd == 'rehearse':
-            t = rehearse(a.out, a.data, a.device, a.only, a.seed, a.epochs, a.batch_size, a.jobs, a.threads, a.images_per_class,
-                         a.timeout, a.nbs, train_images_per_class=a.train_images_per_class, image_size=a.image_size,
-                         width=a.width)
+            kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '
+                           'image_size width')
+            if hasattr(a, 'batch_size'): kw['batch_size'] = a.batch_size     # given ('recipe' is None)
+            t = rehearse(**kw)
             with pd.option_context('display.width', 200, 'display.max_colwidth', 120, 'display.max_rows', 200):
                 print(f"\nRehearsal at paper scale (its numbers mean nothing):\n{t.drop(columns='cause').to_string(index=False)}")
             for r in t[~t.ok].itertuples(): print(f'  {r.notebook} failed: {r.cause}')
             print(f"{int(t.ok.sum())} of {len(t)} notebook(s) ran end to end in {t.seconds.sum()/60:.1f} notebook-minutes")
             return 0 if t.ok.all() else 1
+        if a.cmd == 'pending':
+            res = Path(a.results)/a.scale
+            if a.declare is not None:
+                added = declare_pending(res, find_nbs_dir(a.nbs), a.declare, a.commit, a.min_seeds, a.only)
+                print(f'{len(added)} notebook(s) added to or extended in {pending_path(res)}' + (':' if len(added) else '.'))
+                for r in added.itertuples(): print(f"  {r.notebook} seeds {' '.join(map(str, r.seeds))}")
+            lines = pending_text(res)
+            print(f'The re-run ledger {pending_path(res)} ' + ('lists:\n' + '\n'.join(f'  {p}' for p in lines) if lines else 'lists nothing.'))
+            return 0
         if a.cmd == 'status' and (a.markdown or a.write_readme):
             if a.write_readme: print('updated' if write_readme_status(a.write_readme, a.results, a.nbs) else 'unchanged', a.write_readme)
             else: print(status_markdown(a.results, a.nbs))
@@ -166,6 +197,8 @@ def main(argv: list[str]|None = None) -> int:
             if a.scale == 'tiny': print('\n' + premise_text(a.results, a.scale) + '\n' + run_hours_text(a.results, a.scale))
             if not a.check: return 0
             problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
+            if not any('malformed' in p for p in problems) and (n := len(pending_runs(Path(a.results)/a.scale))):
+                print(f'\n{n} run(s) are listed in the re-run ledger {pending_path(Path(a.results)/a.scale)}: accepted as stale until they are re-run')
             print(f'\n{len(problems)} problem(s) with the {a.scale} results' + (':' if problems else '.'))
             for p in problems: print(f'  - {p}')
             return 1 if problems else 0
@@ -177,8 +210,8 @@ def main(argv: list[str]|None = None) -> int:
                 have = [nb.stem for nb in nbs if not missing_datasets([nb], a.data_root)]
                 if have: print(f"compatrepro: the data of {len(have)} of the {len(nbs)} notebook(s) is there: --only {' '.join('^' + n for n in have)}", file=sys.stderr)
                 return 2
-        st = reproduce(a.scale, a.seeds, a.data_root, a.only, a.device, a.out, a.nbs, a.force,
-                       {k: _parse_value(v) for k, v in a.p}, a.jobs, a.threads, compare_with=a.compare_with)
+        st = reproduce(**_given(a, 'scale data_root only device out nbs force jobs threads compare_with pending plan'), seeds=a.seeds,
+                       extra={k: _parse_value(v) for k, v in a.p})
         if (failed := sorted(k for k, v in st.items() if v)):
             print('\nWhy each run failed (the last exception of its executed notebook):')
             for nb, seed in failed:

@@ -15,17 +15,19 @@ import pandas as pd
 
 import compatrepro
 from .glyphs import standin_config
-from .core import (SCALES, STANDIN_SCALES, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
+from .core import (SCALES, STANDIN_SCALES, ArtifactCache, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
                               is_experiment_notebook, logger, paper_of_notebook, registered_versions)
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
 from .report import claim_margins, claim_refs, claims_table, expected_verdicts, file_digest, load_claims, library_changes, notebook_code_hash, write_summary
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir',
-           'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob', 'execute_notebook',
-           'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'norm_item', 'paper_items', 'item_claims',
-           'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria', 'premise_table',
-           'premise_text', 'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes',
+__all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID',
+           'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
+           'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
+           'read_pending', 'write_pending', 'pending_runs', 'head_commit', 'unsettled_runs', 'declare_pending',
+           'settle_pending', 'pending_text', 'norm_item', 'paper_items', 'item_claims', 'claims_state', 'status_table',
+           'check_results', 'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'run_hours',
+           'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall',
            'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
@@ -252,6 +254,95 @@ def runs_of(results_dir: str|Path) -> pd.DataFrame:
         if m: rows.append(dict(notebook=m.group(1), seed=int(m.group(2)), file=f))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'file'])
 
+# %% ../nbs/14_runs.ipynb #97ff70c0
+PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
+_PENDING_LOCK = threading.Lock()     # reproduce's jobs finish on several threads
+
+def pending_path(res_dir: str|Path) -> Path:
+    "The re-run ledger of the results folder `res_dir` (one scale)."
+    return Path(res_dir)/'pending.csv'
+
+def read_pending(res_dir: str|Path) -> pd.DataFrame:
+    """The re-run ledger of `res_dir` (one scale): one row per notebook, its `seeds` a tuple of ints; empty when there is
+    no ledger. A malformed ledger raises a ValueError that names the line and says what to write instead."""
+    f = pending_path(res_dir)
+    if not f.exists(): return pd.DataFrame(columns=PENDING_COLUMNS)
+    d = pd.read_csv(f, dtype=str, keep_default_na=False)
+    if list(d.columns) != PENDING_COLUMNS:
+        raise ValueError(f"{f}: its header must be {','.join(PENDING_COLUMNS)}, not {','.join(d.columns)}")
+    bad = []
+    for line, r in zip(range(2, len(d) + 2), d.itertuples()):
+        if not re.fullmatch(r'\d+( \d+)*', r.seeds.strip()): bad.append(f'line {line}: seeds {r.seeds!r} must be seed numbers separated by spaces')
+        if not r.reason.strip(): bad.append(f'line {line}: {r.notebook} has no reason: say in one line why its runs are stale')
+        if not re.fullmatch('[0-9a-f]{7,40}', r.commit.strip()): bad.append(f'line {line}: commit {r.commit!r} is not a commit hash')
+    bad += [f'{n} has two rows: merge their seeds into one' for n in sorted(set(d.notebook[d.notebook.duplicated()]))]
+    if bad: raise ValueError(f'{f} is malformed:\n' + '\n'.join(f'  {b}' for b in bad))
+    return d.assign(seeds=d.seeds.map(lambda s: tuple(sorted({int(x) for x in s.split()}))))
+
+def write_pending(res_dir: str|Path, d: pd.DataFrame) -> None:
+    "Write the ledger `d` (as `read_pending` gives it), sorted by notebook; a row left without seeds is dropped."
+    d = d[d.seeds.map(len) > 0].sort_values('notebook')
+    with atomic_path(pending_path(res_dir)) as tmp:
+        d.assign(seeds=d.seeds.map(lambda s: ' '.join(map(str, s))))[PENDING_COLUMNS].to_csv(tmp, index=False)
+
+def pending_runs(res_dir: str|Path) -> dict[tuple[str, int], tuple[str, str]]:
+    "(notebook, seed) -> (reason, commit) of every run the ledger of `res_dir` lists."
+    return {(r.notebook, s): (r.reason, r.commit) for r in read_pending(res_dir).itertuples() for s in r.seeds}
+
+def head_commit(root: str|Path) -> str:
+    "The short hash of the commit at `HEAD` of the repository at `root`."
+    r = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True)
+    if r.returncode: raise ValueError(f'{root} is not a git repository with a commit: give the commit that made the runs stale (--commit)')
+    return r.stdout.strip()
+
+def unsettled_runs(res_dir: str|Path, nbs_dir: str|Path, min_seeds: int = 3, only: list[str]|None = None) -> dict:
+    """{(notebook, seed): why} for every run of an experiment notebook (those `only` selects) that is not current: its
+    stale runs, and each seed below `min_seeds` it has no run of."""
+    res_dir, runs, out = Path(res_dir), runs_of(res_dir), {}
+    for nb in experiment_notebooks(nbs_dir, only):
+        for s in sorted(set(runs.seed[runs.notebook == nb.stem]) | set(range(min_seeds))):
+            st, why = run_state(res_dir, nb.stem, int(s), nbs_dir)
+            if st != 'current': out[(nb.stem, int(s))] = why
+    return out
+
+def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: str|None = None, min_seeds: int = 3,
+                    only: list[str]|None = None) -> pd.DataFrame:
+    """List in the ledger of `res_dir` every run `unsettled_runs` finds that it does not list yet, with `reason` and
+    `commit` (default: `HEAD` of the repository of `nbs_dir`); a notebook already listed gains the seeds and keeps its
+    reason. Returns the rows that were added or extended."""
+    reason = ' '.join(str(reason).split())
+    if not reason: raise ValueError('say in one line why the runs are stale: compatrepro pending --declare "..."')
+    commit = commit or head_commit(Path(nbs_dir).parent)
+    with _PENDING_LOCK:
+        d, new = read_pending(res_dir), {}
+        listed = {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
+        for nb, s in unsettled_runs(res_dir, nbs_dir, min_seeds, only):
+            if (nb, s) not in listed: new.setdefault(nb, []).append(s)
+        for nb, seeds in new.items():
+            if (d.notebook == nb).any():
+                i = d.index[d.notebook == nb][0]; d.at[i, 'seeds'] = tuple(sorted(set(d.at[i, 'seeds']) | set(seeds)))
+            else: d = pd.concat([d, pd.DataFrame([dict(notebook=nb, seeds=tuple(seeds), reason=reason, commit=commit)])], ignore_index=True)
+        if new: write_pending(res_dir, d)
+    return d[d.notebook.isin(list(new))].reset_index(drop=True)
+
+def settle_pending(res_dir: str|Path, nbs_dir: str|Path) -> list[tuple[str, int]]:
+    "Take off the ledger of `res_dir` every listed run that is current now (it was re-run); return the runs taken off."
+    with _PENDING_LOCK:
+        d, done = read_pending(res_dir), []
+        for i, r in d.iterrows():
+            cur = [s for s in r.seeds if run_state(res_dir, r.notebook, s, nbs_dir)[0] == 'current']
+            done += [(r.notebook, s) for s in cur]
+            d.at[i, 'seeds'] = tuple(s for s in r.seeds if s not in cur)
+        if done: write_pending(res_dir, d)
+    return done
+
+def pending_text(res_dir: str|Path) -> list[str]:
+    "The ledger of `res_dir` as lines, one per reason: its commit and the runs it keeps pending."
+    d = read_pending(res_dir)
+    return [f'{reason} (since {commit}): ' + ', '.join(f'{r.notebook} seed{"s" * (len(r.seeds) > 1)} {" ".join(map(str, r.seeds))}'
+                                                   for r in g.itertuples())
+            for (reason, commit), g in d.groupby(['reason', 'commit'], sort=False)]
+
 # %% ../nbs/14_runs.ipynb #b2e74857
 _RE_ITEM = re.compile(r'^\s*(tab(?:le)?|fig(?:ure)?)\.?\s*([A-Z]?\d+)', re.IGNORECASE)   # appendix items: 'Table A2'
 
@@ -296,13 +387,14 @@ def claims_state(verdicts) -> str:
 
 def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None) -> pd.DataFrame:
     """One row per paper item (and per record item the papers do not number): its notebooks, current seeds, state
-    (see above), its findings and how many hold, its checks and how many hold, and the reasons (of a stale run, or of
-    the claims that do not hold, and the findings whose margin is constant)."""
+    (see above), its findings and how many hold, its checks and how many hold, and the reasons (of a stale run: the
+    ledger's where it lists the run; or of the claims that do not hold, and the findings whose margin is constant)."""
     check_scale(scale)
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs = runs_of(res)
     claims = item_claims(res, nbs_dir.parent/'docs'/'expected_verdicts.csv')
     states = {(r.notebook, r.seed): run_state(res, r.notebook, r.seed, nbs_dir) for r in runs.itertuples()}
+    pending = pending_runs(res)
     produced = {}       # (paper, item) -> {(notebook, seed)}
     for r in runs.itertuples():
         df = pd.read_csv(r.file, usecols=['paper', 'item'])
@@ -321,7 +413,13 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
         if kind != 'result' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption, **counts)
         if not who: return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption, **counts)
         cur = sorted({s for nb, s in who if states[(nb, s)][0] == 'current'})
-        stale = sorted(f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1]) for nb, s in who if states[(nb, s)][0] != 'current')
+        not_current = sorted((nb, s) for nb, s in who if states[(nb, s)][0] != 'current')
+        listed = {}          # (reason, commit) -> notebook -> seeds
+        for nb, s in not_current:
+            if (nb, s) in pending: listed.setdefault(pending[(nb, s)], {}).setdefault(nb, []).append(s)
+        stale = ([f'{nb} seed{"s" * (len(ss) > 1)} {" ".join(map(str, ss))}: re-run pending since {commit}: {reason}'
+                  for (reason, commit), by_nb in listed.items() for nb, ss in by_nb.items()]
+                 + [f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1]) for nb, s in not_current if (nb, s) not in pending])
         failing = ([f'{r.claim} [{r.verdict}' + (', check' if r.kind == 'check' else '') + ']' + (f': {r.reason}' if r.reason else '')
                     for r in mine.itertuples() if r.verdict != 'holds']
                    + [f'{r.claim} [constant margin]' for r in findings.itertuples() if r.constant])
@@ -336,20 +434,29 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
 
 def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None, min_seeds: int = 3) -> list[str]:
     """What keeps the committed results at `scale` from being trusted: every experiment notebook must have at least
-    `min_seeds` current runs, and no run of any notebook may be stale. [] when all is well."""
+    `min_seeds` current runs, and no run of any notebook may be stale, unless the re-run ledger lists it; the ledger may
+    list no current run and no notebook that does not exist. [] when all is well."""
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs, problems = runs_of(res), []
+    try: pending = pending_runs(res)
+    except ValueError as e: return [str(e)]
+    declare = 'or list it in the re-run ledger: compatrepro pending --declare "why"'
     for nb in experiment_notebooks(nbs_dir):
         mine = runs[runs.notebook == nb.stem]
         states = {s: run_state(res, nb.stem, s, nbs_dir) for s in mine.seed}
         cur = sorted(s for s, (st, _) in states.items() if st == 'current')
+        listed = sorted(s for n, s in pending if n == nb.stem)
         for s, (st, why) in sorted(states.items()):
-            if st != 'current': problems.append(f'{nb.stem} seed {s} is {st}: ' + '; '.join(why))
-        if len(cur) < min_seeds:
+            if st != 'current' and s not in listed: problems.append(f'{nb.stem} seed {s} is {st}: ' + '; '.join(why) + f' (re-run it, {declare})')
+        problems += [f'{pending_path(res).name} lists {nb.stem} seed {s}, which is current: take it off '
+                     '(compatrepro reproduce --pending does so as each run lands)' for s in listed if s in cur]
+        if len(set(cur) | set(listed)) < min_seeds:
             problems.append(f'{nb.stem} has {len(cur)} current seed(s) ({" ".join(map(str, cur)) or "none"}), needs {min_seeds}: '
-                            f'compatrepro reproduce --scale {scale} --only {nb.stem} --seeds {" ".join(map(str, range(min_seeds)))}')
+                            f'compatrepro reproduce --scale {scale} --only {nb.stem} --seeds {" ".join(map(str, range(min_seeds)))} ({declare})')
     for nb in sorted(set(runs.notebook) - {p.stem for p in experiment_notebooks(nbs_dir)}):
         problems.append(f'records of {nb} exist but its notebook does not: delete {res}/records/{nb}.seed*.csv')
+    for nb in sorted({n for n, _ in pending} - {p.stem for p in experiment_notebooks(nbs_dir)}):
+        problems.append(f'{pending_path(res).name} lists {nb}, which is not an experiment notebook: take its row off')
     return problems
 
 # %% ../nbs/14_runs.ipynb #a7c1e0p2
@@ -494,6 +601,50 @@ def claim_sign_changes(claims: list[dict], before: pd.DataFrame, after: pd.DataF
         if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0): out.append(c['text'])
     return out
 
+def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
+    "seed -> provenance of every finished run of `stem` under `res_dir` that recorded its duration."
+    out = {}
+    for f in (res_dir/'runs').glob(f'{stem}.seed*.json'):
+        p = json.loads(f.read_text())
+        if p.get('finished') and p.get('duration') is not None: out[int(p['seed'])] = p
+    return out
+
+def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], n_jobs: int = 1, cache_root: str|Path|None = None,
+              nbs_dir: str|Path|None = None) -> pd.DataFrame:
+    """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`: the notebook's own time in its
+    last finished run of that seed (else the mean over its other seeds), plus the making of every model and feature set
+    that run used and the cache at `cache_root` lacks, each once, charged to the first run that needs it in the order
+    given. A run whose versions changed (a bumped method, recipe or stand-in) makes all of its artifacts again, under new
+    keys. One row per run: `minutes`, of which `making`, and its `basis`. The estimate is for the machine and threads the
+    recorded runs had; `plan_wall` turns it into wall time."""
+    res_dir, nbs_dir = Path(res_dir), find_nbs_dir(nbs_dir)
+    cache = Path(cache_root) if cache_root else ArtifactCache().root
+    reg, charged, rows = registered_versions(), set(), []
+    for stem, seed in runs:
+        last = _last_runs(res_dir, stem)
+        if not last:
+            rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, basis='never ran: unknown')); continue
+        p = last.get(seed)
+        ps = [p] if p else list(last.values())
+        own = np.mean([q['duration'] - sum((q.get('made') or {}).values()) for q in ps])
+        bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
+        making = 0.
+        for a, secs in (ps[0].get('artifacts') or {}).items():
+            kind, key = a.split('/', 1)
+            if a in charged or (not bumped and (cache/kind/f'{key}.pt').exists()): continue
+            charged.add(a); making += secs or 0.
+        basis = (f'seed {seed}\'s last run' if p else f'the mean of seeds {" ".join(map(str, sorted(last)))}') + \
+                ('; versions changed: every model made again' if bumped else '; models the cache holds are not made again')
+        rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, basis=basis))
+    return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'basis'])
+
+def plan_wall(minutes, n_jobs: int) -> float:
+    "Wall minutes of runs of `minutes` at `n_jobs` at a time, each started in that order on the first free slot."
+    slots = [0.] * max(1, n_jobs)
+    for m in minutes:
+        i = int(np.argmin(slots)); slots[i] += 0. if np.isnan(m) else float(m)
+    return max(slots)
+
 def _read_csv_or_none(p: Path) -> pd.DataFrame|None:
     return pd.read_csv(p) if p.exists() else None
 
@@ -506,22 +657,52 @@ def runs_to_do(notebooks: list, seeds, is_current) -> list[tuple]:
              for s in seeds if (nb, s) not in todo]
     return todo
 
+def _update_ledger(res_dir: Path, nbs_dir: Path, stem: str) -> None:
+    """After a run of `stem` finished: take what is current off the ledger, and list the claims notebook of its paper
+    where its runs went stale by it (they re-read its records), so that an interrupted `reproduce` leaves a ledger that
+    lists exactly what is still to run."""
+    if not is_claims_notebook(stem + '.ipynb'):
+        paper = paper_of_notebook(stem + '.ipynb')
+        claims = [nb.stem for nb in experiment_notebooks(nbs_dir) if is_claims_notebook(nb.name) and paper_of_notebook(nb.name) == paper]
+        if claims: declare_pending(res_dir, nbs_dir, f're-reads the records of {stem}, re-run', min_seeds=0, only=[f'^{c}$' for c in claims])
+    for nb, s in settle_pending(res_dir, nbs_dir): logger.info(f'{nb} seed {s} is current: taken off the re-run ledger')
+
+def _pending_selection(res_dir: Path, notebooks: list[Path], seeds) -> tuple[set, list[int]]:
+    """The ledger's runs among `notebooks` (and `seeds`, None: all), and the seeds to pass to `runs_to_do`: theirs, and
+    every seed the claims notebooks of their papers have a run of (each re-reads all of its paper's records)."""
+    stems = {nb.stem for nb in notebooks}
+    want = {(n, s) for n, s in pending_runs(res_dir) if n in stems and (seeds is None or s in seeds)}
+    papers = {paper_of_notebook(n + '.ipynb') for n, _ in want}
+    have = runs_of(res_dir)
+    claims_seeds = {int(s) for n, s in zip(have.notebook, have.seed) if is_claims_notebook(n + '.ipynb') and paper_of_notebook(n + '.ipynb') in papers}
+    return want, sorted({s for _, s in want} | claims_seeds)
+
 def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only: list[str]|None = None,
               device: str = 'auto', out: str|Path = 'results', nbs: str|Path|None = None, force: bool = False,
               extra: dict|None = None, jobs: int|None = None, threads: int|None = None, show: bool = True,
-              compare_with: str|Path|None = None) -> dict:
+              compare_with: str|Path|None = None, pending: bool = False, plan: bool = False) -> dict:
     """Run the experiment notebooks for every seed (see above); return {(notebook, seed): None or the error}. Each run's
     records are compared with those it replaces, or with those of the same run under `compare_with` (a results folder,
-    e.g. the committed `results/`), and the comparison is printed and written to `rerun_comparison.csv`."""
+    e.g. the committed `results/`), and the comparison is printed and written to `rerun_comparison.csv`.
+    `pending`: run what the re-run ledger lists instead (of the notebooks `only` selects, of `seeds`; None: all), and
+    take each run off the ledger as soon as it is current. `plan`: print what would run and its estimate
+    (`plan_runs`), and run nothing."""
     check_scale(scale)
     if scale == 'paper' and not data_root: raise ValueError("--scale paper needs --data-root (see docs: running at paper scale)")
     nbs_dir, out = find_nbs_dir(nbs), Path(out).resolve()
     res_dir = out/scale
     notebooks = experiment_notebooks(nbs_dir, only)
-    def current(nb, seed):
-        prov = res_dir/'runs'/f'{nb.stem}.seed{seed}.json'
-        return (not force and not extra and prov.exists() and json.loads(prov.read_text()).get('finished')
-                and run_state(res_dir, nb.stem, seed, nbs_dir)[0] == 'current')
+    if pending:
+        if force or extra: raise ValueError('--pending re-runs what the re-run ledger lists, as it is: leave out --force and -p')
+        want, seeds = _pending_selection(res_dir, notebooks, None if seeds is None else set(seeds))
+        if not want: print(f'The re-run ledger {pending_path(res_dir)} lists no run of the notebooks and seeds chosen: nothing to do.')
+        current = lambda nb, seed: (nb.stem, seed) not in want
+    else:
+        seeds = (0,) if seeds is None else seeds
+        def current(nb, seed):
+            prov = res_dir/'runs'/f'{nb.stem}.seed{seed}.json'
+            return (not force and not extra and prov.exists() and json.loads(prov.read_text()).get('finished')
+                    and run_state(res_dir, nb.stem, seed, nbs_dir)[0] == 'current')
     runs = runs_to_do(notebooks, seeds, current)
     status = {(nb.stem, s): None for nb in notebooks for s in seeds if (nb, s) not in runs}
     todo = [NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb',
@@ -538,6 +719,16 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
+    if plan:
+        p = plan_runs(res_dir, [(j.nb.stem, j.params['seed']) for j in todo], n_jobs, nbs_dir=nbs_dir)
+        with pd.option_context('display.width', 200, 'display.max_colwidth', 90, 'display.max_rows', 500):
+            print(p.round(1).to_string(index=False) if len(p) else 'Nothing to run.')
+        unknown = p.notebook[p.minutes.isna()].tolist()
+        print(f"\n{len(p)} run(s): {p.minutes.sum()/60:.1f} hours of one thread each ({p.making.sum()/60:.1f} of them making models), "
+              f"about {plan_wall(p.minutes, n_jobs)/60:.1f} hours of wall time at {n_jobs} at a time, on a machine like the one "
+              f"that recorded them" + (f"; no estimate for {', '.join(sorted(set(unknown)))} (never ran)" if unknown else '')
+              + ".\nStart only what ends well before the session does: --only and --seeds choose a part, and each finished run can be committed.")
+        return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, {min(n_jobs, max(1, len(todo)))} at a time; '
                 f'results in {res_dir}')
     def done(job):
@@ -552,6 +743,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
             c = compare_records(old, new, seed_spreads(every) if every is not None and every.seed.nunique() > 1 else None)
             if old is not None and claims: c['claims_flipped'] = len(claim_sign_changes(claims, old, new, seed))
             compared[(job.nb.stem, seed)] = c
+        if job.ok and pending_path(res_dir).exists(): _update_ledger(res_dir, nbs_dir, job.nb.stem)
     t0 = time.time()
     run_notebooks(todo, n_jobs, threads, show=show, on_done=done)
     csv_f, md = write_summary(res_dir)
