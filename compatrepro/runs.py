@@ -615,7 +615,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], n_jobs: int = 1, c
     last finished run of that seed (else the mean over its other seeds), plus the making of every model and feature set
     that run used and the cache at `cache_root` lacks, each once, charged to the first run that needs it in the order
     given. A run whose versions changed (a bumped method, recipe or stand-in) makes all of its artifacts again, under new
-    keys. One row per run: `minutes`, of which `making`, and its `basis`. The estimate is for the machine and threads the
+    keys. A run recorded before runs listed their artifacts gives only its own time: `lower_bound` says so. One row per
+    run: `minutes`, of which `making`, `lower_bound`, and its `basis`. The estimate is for the machine and threads the
     recorded runs had; `plan_wall` turns it into wall time."""
     res_dir, nbs_dir = Path(res_dir), find_nbs_dir(nbs_dir)
     cache = Path(cache_root) if cache_root else ArtifactCache().root
@@ -623,7 +624,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], n_jobs: int = 1, c
     for stem, seed in runs:
         last = _last_runs(res_dir, stem)
         if not last:
-            rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, basis='never ran: unknown')); continue
+            rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False, basis='never ran: unknown')); continue
         p = last.get(seed)
         ps = [p] if p else list(last.values())
         own = np.mean([q['duration'] - sum((q.get('made') or {}).values()) for q in ps])
@@ -633,10 +634,12 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], n_jobs: int = 1, c
             kind, key = a.split('/', 1)
             if a in charged or (not bumped and (cache/kind/f'{key}.pt').exists()): continue
             charged.add(a); making += secs or 0.
+        unlisted = 'artifacts' not in ps[0]
         basis = (f'seed {seed}\'s last run' if p else f'the mean of seeds {" ".join(map(str, sorted(last)))}') + \
-                ('; versions changed: every model made again' if bumped else '; models the cache holds are not made again')
-        rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, basis=basis))
-    return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'basis'])
+                ('; it did not list its models: their making is not counted' if unlisted else
+                 '; versions changed: every model made again' if bumped else '; models the cache holds are not made again')
+        rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted, basis=basis))
+    return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])
 
 def plan_wall(minutes, n_jobs: int) -> float:
     "Wall minutes of runs of `minutes` at `n_jobs` at a time, each started in that order on the first free slot."
@@ -723,10 +726,12 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         p = plan_runs(res_dir, [(j.nb.stem, j.params['seed']) for j in todo], n_jobs, nbs_dir=nbs_dir)
         with pd.option_context('display.width', 200, 'display.max_colwidth', 90, 'display.max_rows', 500):
             print(p.round(1).to_string(index=False) if len(p) else 'Nothing to run.')
-        unknown = p.notebook[p.minutes.isna()].tolist()
-        print(f"\n{len(p)} run(s): {p.minutes.sum()/60:.1f} hours of one thread each ({p.making.sum()/60:.1f} of them making models), "
-              f"about {plan_wall(p.minutes, n_jobs)/60:.1f} hours of wall time at {n_jobs} at a time, on a machine like the one "
-              f"that recorded them" + (f"; no estimate for {', '.join(sorted(set(unknown)))} (never ran)" if unknown else '')
+        unknown, low = p.notebook[p.minutes.isna()].tolist(), int(p.lower_bound.sum())
+        print(f"\n{len(p)} run(s): {'at least ' if low else ''}{p.minutes.sum()/60:.1f} hours of one thread each ({p.making.sum()/60:.1f} "
+              f"of them making models), {'at least ' if low else 'about '}{plan_wall(p.minutes, n_jobs)/60:.1f} hours of wall time at "
+              f"{n_jobs} at a time, on a machine like the one that recorded them"
+              + (f"; no estimate for {', '.join(sorted(set(unknown)))} (never ran)" if unknown else '')
+              + (f"; {low} run(s) recorded before runs listed their models count only their own time" if low else '')
               + ".\nStart only what ends well before the session does: --only and --seeds choose a part, and each finished run can be committed.")
         return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, {min(n_jobs, max(1, len(todo)))} at a time; '

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from compatrepro.core import PAPER_DECADES, ExperimentParams, paper_of_notebook
+from compatrepro.runs import pending_path, pending_runs
 from compatrepro.report import (EXPECTED_VERDICTS_COLUMNS, RecordBook, above, claims_problems, claims_table, diff,
                                 expected_verdicts, load_claims)
 
@@ -23,12 +24,20 @@ PAPERS = [p for d, p in PAPER_DECADES.items() if list(ROOT.glob(f'nbs/{d}9_*_cla
 NO_WRITTEN_VERDICT = pd.DataFrame(columns=EXPECTED_VERDICTS_COLUMNS)   # every claim expected to hold
 
 
+def _pending_notebooks(res: Path) -> set[str]:
+    """The notebooks with runs in the re-run ledger of `res` (`14_runs`): their claims are judged once those runs are
+    current again (`compatrepro status --check` refuses a ledger row for a current run, so none is left out for long)."""
+    return {n for n, _ in pending_runs(res)}
+
+
 def _claims_and_records(res: Path, paper: str):
+    "`paper`'s claims and records under `res`, less those of notebooks whose re-runs are pending."
+    pending = _pending_notebooks(res)
     claims = [c for f in sorted((res/'claims').glob('*.json')) if paper_of_notebook(f.stem + '.ipynb') == paper
-              for c in load_claims(f)]
+              and f.stem not in pending for c in load_claims(f)]
     recs = pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in sorted((res/'records').glob('*.csv'))],
                      ignore_index=True)
-    return claims, recs[recs.paper == paper]
+    return claims, recs[(recs.paper == paper) & ~recs.notebook.isin(pending)]
 
 
 def _problems(res: Path, paper: str, verdicts=VERDICTS) -> list[str]:
@@ -43,7 +52,10 @@ def _problems(res: Path, paper: str, verdicts=VERDICTS) -> list[str]:
 def test_committed_verdicts_are_the_expected_ones(paper):
     "Every committed claim of `paper` reaches its expected verdict, and no finding has a constant margin."
     claims, _ = _claims_and_records(RESULTS, paper)
-    assert claims, f'no claims of {paper} are committed under {RESULTS}/claims: run its notebooks'
+    if not claims:      # every notebook of the paper that declares claims has its re-runs pending
+        mine = {f.stem for f in (RESULTS/'claims').glob('*.json') if paper_of_notebook(f.stem + '.ipynb') == paper}
+        assert mine and mine <= _pending_notebooks(RESULTS), f'no claims of {paper} are committed under {RESULTS}/claims: run its notebooks'
+        return
     bad = _problems(RESULTS, paper)
     assert not bad, ('claims that do not reach their expected verdict without a measured reason, reasons for a verdict '
                      'that moved or for a disagreement that is gone, or findings whose margin does not move between seeds '
@@ -55,7 +67,9 @@ def test_committed_verdicts_are_the_expected_ones(paper):
 def test_committed_expected_verdicts_name_declared_claims():
     "Every row of docs/expected_verdicts.csv names a claim that its notebook declared in the committed results."
     declared = {(c['notebook'], c['text']) for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
-    unknown = [(r.notebook, r.claim) for r in expected_verdicts(VERDICTS).itertuples() if (r.notebook, r.claim) not in declared]
+    pending = _pending_notebooks(RESULTS)     # their claims may have changed with the notebook: judged once re-run
+    unknown = [(r.notebook, r.claim) for r in expected_verdicts(VERDICTS).itertuples()
+               if (r.notebook, r.claim) not in declared and r.notebook not in pending]
     assert not unknown, f'rows of {VERDICTS.relative_to(ROOT)} that name no declared claim (renamed? removed?): {unknown}'
 
 
@@ -71,8 +85,9 @@ def _git(*args) -> str:
 def test_expected_verdicts_were_declared_before_the_runs_they_judge():
     """Each row's `declared` is a commit of this repository's history, made before every committed run of its notebook
     started: an expectation written after seeing the numbers it judges is not evidence of anything."""
-    late = []
+    late, pending = [], _pending_notebooks(RESULTS)
     for r in expected_verdicts(VERDICTS).itertuples():
+        if r.notebook in pending: continue      # the runs that will judge it are still to come
         when = re.fullmatch('[0-9a-f]{7,40}', r.declared) and _git('show', '-s', '--format=%cI', f'{r.declared}^{{commit}}')
         if not when:
             late.append(f'{r.notebook}: {r.claim!r} declared={r.declared!r} is not a commit of this repository'); continue
@@ -90,6 +105,7 @@ def test_a_flipped_record_is_caught(tmp_path):
     seed: the agreement test must then report it as failing."""
     res = tmp_path/'tiny'
     shutil.copytree(RESULTS/'records', res/'records'); shutil.copytree(RESULTS/'claims', res/'claims')
+    if pending_path(RESULTS).exists(): shutil.copy(pending_path(RESULTS), pending_path(res))
     for paper in PAPERS:
         claims, recs = _claims_and_records(res, paper)
         t = claims_table(claims, recs, verdicts=NO_WRITTEN_VERDICT).set_index('claim')

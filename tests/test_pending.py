@@ -1,0 +1,124 @@
+"""The re-run ledger (`results/<scale>/pending.csv`, `14_runs`): a change lands before its re-runs by listing them.
+
+- On a scratch copy of the package, the notebooks and the committed tiny results, a training change (FCT's loss) makes
+  `compatrepro status --check` fail on exactly the current runs that reach it; `compatrepro pending --declare` lists
+  exactly those, and the check passes; taking a row off the ledger fails it again, and so does a row for a current run.
+- On throw-away notebooks, `reproduce --pending --only NB --seeds 0` re-runs that seed alone, takes it off the ledger
+  and leaves the others listed, with the item stale and the ledger's reason until the last seed is current;
+  `--plan` estimates each run before anything runs."""
+import contextlib, io, json, os, re, shutil, subprocess, sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+
+from compatrepro.cli import main
+from compatrepro.runs import check_results, pending_path, read_pending, reproduce, status_table
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT/'results'/'tiny'
+
+
+def _scratch(tmp: Path) -> Path:
+    shutil.copytree(ROOT/'compatrepro', tmp/'compatrepro', ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copytree(ROOT/'nbs', tmp/'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints'))
+    shutil.copytree(ROOT/'docs', tmp/'docs', ignore=shutil.ignore_patterns('_build', '_site', 'jupyter_execute'))
+    shutil.copy(ROOT/'settings.ini', tmp)
+    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp/'results'/'tiny'/d)
+    if pending_path(TINY).exists(): shutil.copy(pending_path(TINY), pending_path(tmp/'results'/'tiny'))
+    return tmp
+
+
+def _cli(root: Path, *args) -> subprocess.CompletedProcess:
+    "`python -m compatrepro ARGS` with the scratch copy's package."
+    return subprocess.run([sys.executable, '-m', 'compatrepro', *args], cwd=root, capture_output=True, text=True,
+                          env=os.environ | {'PYTHONPATH': str(root)})
+
+
+def _problem_runs(r: subprocess.CompletedProcess) -> set[tuple[str, int]]:
+    return {(m.group(1), int(m.group(2))) for m in re.finditer(r'^\s*- (\S+) seed (\d+) is (?:stale|missing)', r.stdout, re.M)}
+
+
+def _listed(root: Path) -> set[tuple[str, int]]:
+    return {(r.notebook, s) for r in read_pending(root/'results'/'tiny').itertuples() for s in r.seeds}
+
+
+def test_a_training_change_lands_with_exactly_its_runs_in_the_ledger(tmp_path):
+    root = _scratch(tmp_path)
+    before = _listed(root)
+    assert _cli(root, 'status', '--check').returncode == 0, 'the committed results must pass the check to start with'
+    reach = {(p['notebook'], p['seed']) for p in (json.loads(f.read_text()) for f in (TINY/'runs').glob('*.json'))
+             if 'fct_l2_loss' in p.get('library', {})} - before
+    assert reach, 'some current run should reach fct_l2_loss (FastFill and RM train with it)'
+
+    losses = root/'compatrepro'/'losses.py'
+    s = losses.read_text(); old = "return _reduce((phi_new.detach() - h_old).pow(2).sum(1), reduction, fn)"
+    assert s.count(old) == 1
+    losses.write_text(s.replace(old, "return _reduce((phi_new.detach() - h_old).pow(2).sum(1) * 2, reduction, fn)"))
+    r = _cli(root, 'status', '--check')
+    assert r.returncode == 1 and _problem_runs(r) == reach, r.stdout[-3000:]
+
+    r = _cli(root, 'pending', '--declare', "FCT's l2 loss doubled", '--commit', 'abcdef1')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _listed(root) - before == reach
+    assert _cli(root, 'status', '--check').returncode == 0
+    table = _cli(root, 'status').stdout
+    assert "re-run pending since abcdef1: FCT's l2 loss doubled" in table, table[-2000:]
+
+    ledger = read_pending(root/'results'/'tiny')
+    nb = sorted(reach)[0][0]
+    ledger[ledger.notebook != nb].assign(seeds=lambda d: d.seeds.map(lambda s: ' '.join(map(str, s)))) \
+        .to_csv(pending_path(root/'results'/'tiny'), index=False)                  # a row taken off: its runs fail again
+    r = _cli(root, 'status', '--check')
+    assert r.returncode == 1 and {n for n, _ in _problem_runs(r)} == {nb}, r.stdout[-3000:]
+
+    losses.write_text(s)                                                           # the change undone: listed runs current
+    r = _cli(root, 'status', '--check')
+    assert r.returncode == 1 and 'which is current: take it off' in r.stdout, r.stdout[-3000:]
+
+
+def _nb(code: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('seed, scale, data_root, device, out_dir = 0, "tiny", None, "auto", None',
+                                           metadata={'tags': ['parameters']}),
+                nbformat.v4.new_code_cell('from compatrepro.experiments import start_experiment\nP, book, DATASET, WHERE = start_experiment(globals())'),
+                nbformat.v4.new_code_cell(code)]
+    nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}
+    return nb
+
+
+def test_pending_reruns_land_seed_by_seed(tmp_path, monkeypatch):
+    d = tmp_path; (d/'nbs').mkdir(); (d/'docs').mkdir()
+    for f in ('paper_items.csv', 'expected_verdicts.csv'): shutil.copy(ROOT/'docs'/f, d/'docs')
+    code = "book.add('Table 1', 'FCT', 'top1~', 50 + P.seed, dataset='Glyphs stand-in for ImageNet-1k')"
+    nbformat.write(_nb(code), d/'nbs'/'20_one.ipynb')
+    res, args = d/'results'/'tiny', ('tiny', d/'results', d/'nbs')
+    monkeypatch.setenv('COMPATREPRO_CACHE', str(d/'cache'))
+    st = reproduce(seeds=[0, 1], nbs=d/'nbs', out=d/'results', jobs=2, threads=1, show=False)
+    assert not any(st.values()), st
+    assert check_results(*args, min_seeds=2) == []
+
+    nbformat.write(_nb(code + '\nedited = 1'), d/'nbs'/'20_one.ipynb')                # the change: both seeds stale
+    assert len(check_results(*args, min_seeds=2)) == 3     # each stale seed, and too few current seeds
+    assert main(['pending', '--declare', 'the notebook changed', '--commit', 'abcdef1', '--min-seeds', '2',
+                 '--results', str(d/'results'), '--nbs', str(d/'nbs')]) == 0
+    assert read_pending(res).seeds.tolist() == [(0, 1)] and check_results(*args, min_seeds=2) == []
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(['reproduce', '--pending', '--plan', '--out', str(d/'results'), '--nbs', str(d/'nbs')]) == 0
+    plan = out.getvalue()
+    assert re.search(r'20_one\s+0\s', plan) and re.search(r'20_one\s+1\s', plan) and '2 run(s)' in plan, plan
+    assert (res/'runs'/'20_one.seed0.json').read_text().count('edited') == 0     # --plan ran nothing
+
+    st = reproduce(seeds=[0], only=['20_one'], nbs=d/'nbs', out=d/'results', threads=1, show=False, pending=True)
+    assert list(st) == [('20_one', 0)] and st[('20_one', 0)] is None, st
+    assert read_pending(res).seeds.tolist() == [(1,)]                               # seed 0 landed, seed 1 still listed
+    assert check_results(*args, min_seeds=2) == []
+    row = status_table(*args).set_index(['paper', 'item']).loc[('FastFill', 'Table 1')]
+    assert row.status == 'stale' and 'seed 1: re-run pending since abcdef1: the notebook changed' in row.reasons, row.reasons
+
+    st = reproduce(nbs=d/'nbs', out=d/'results', threads=1, show=False, pending=True, seeds=None)
+    assert list(st) == [('20_one', 1)] and st[('20_one', 1)] is None, st
+    assert read_pending(res).empty and check_results(*args, min_seeds=2) == []
+    assert status_table(*args).set_index(['paper', 'item']).loc[('FastFill', 'Table 1'), 'status'] == 'runs'
