@@ -8,12 +8,17 @@ noise JPEGs costs a little more than natural photos.
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --compat ract
     torchrun --nproc_per_node=1 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200   # DDP
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --synthetic   # without the data path
+    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --loader gpu   # JPEGs decoded on the GPU
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0   # a CPU smoke run
+    python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0 --loader gpu --device cpu   # its device path
 
+`--loader cpu` (the default) is the reference data path (PIL decoding and torchvision's transforms in the workers);
+`--loader gpu` the device path of `compatrepro.train.iter_device_batches` (the workers read the files' bytes, the
+batch is decoded by `torchvision.io.decode_jpeg` on the training device and cropped there), on whatever `--device` is.
 It trains two epochs of `--steps` steps each and prints the images per second of each; the second is the steady rate
 (the first includes cuDNN's autotuning and the workers' start). `--out f.json` also writes them.
 """
-import argparse, json, os, shutil, tempfile, time
+import argparse, copy, json, os, shutil, tempfile, time
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,6 +67,15 @@ class Repeated(torch.utils.data.Dataset):
     def __getitem__(self, i): return self.ds[self.order[i % len(self.ds)]]
 
 
+def repeated_files(ds, n):
+    """`Repeated(ds, n)` as a `ManifestDataset` (the same files in the same order, as a list of paths), which the device
+    data path reads (it reads a file dataset's paths, not its items)."""
+    order = Repeated(ds, n).order
+    out = copy.copy(ds)
+    out.paths = [ds.paths[order[i % len(ds)]] for i in range(n)]; out.labels = ds.labels[[order[i % len(ds)] for i in range(n)]]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--arch', default='resnet50'); ap.add_argument('--batch', type=int, default=256, help='global batch')
@@ -71,10 +85,15 @@ def main():
                     help="train against an old model (a 1-epoch ResNet of --arch on the first half of the classes)")
     ap.add_argument('--classes', type=int, default=10); ap.add_argument('--per-class', type=int, default=32)
     ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
+    ap.add_argument('--loader', choices=('cpu', 'gpu'), default='cpu',
+                    help="the JPEG data path: 'cpu', decoding and augmentation in the DataLoader workers (the reference); "
+                         "'gpu', the workers read bytes and the training device decodes and augments")
     ap.add_argument('--device', default='auto'); ap.add_argument('--out', default=None)
     a = ap.parse_args()
     if a.synthetic and a.compat != 'none':
         ap.error('--synthetic times the plain step (the compatibility terms read images from the tree): drop --compat or --synthetic')
+    if a.synthetic and a.loader != 'cpu': ap.error('--synthetic reads no JPEG: drop --loader or --synthetic')
+    os.environ['COMPATREPRO_LOADER'] = a.loader   # iter_batches reads it (its 'auto' would take the device path on a GPU)
     rank, world = int(os.environ.get('RANK', '0')), int(os.environ.get('WORLD_SIZE', '1'))
     # one folder for all processes of a torchrun launch (they share MASTER_PORT), removed at the end
     tmp = Path(tempfile.gettempdir())/f"compatrepro_bench_{os.environ.get('MASTER_PORT', os.getpid())}"
@@ -93,7 +112,8 @@ def main():
         if a.compat == 'bct' and a.steps*a.batch < len(pool):
             raise SystemExit(f"--compat bct synthesizes classifier rows from every class's images, so the {a.steps} steps of "
                              f"{a.batch} must cover the tree's {len(pool)} images: raise --steps or lower --per-class")
-        ds = Synthetic(pool, a.steps*a.batch) if a.synthetic else Repeated(pool, a.steps*a.batch)
+        ds = (Synthetic(pool, a.steps*a.batch) if a.synthetic else Repeated(pool, a.steps*a.batch) if a.loader == 'cpu'
+              else repeated_files(pool, a.steps*a.batch))
         old = get_backbone(spec.compat.old, ctx=ctx) if spec.compat is not None else None   # trained here, not timed
         art = T.train_backbone(spec, ds, old, device=a.device, num_workers=a.workers, show_progress=rank == 0)
     finally:
@@ -103,7 +123,8 @@ def main():
     dev = get_device(a.device)
     rates = [a.steps*a.batch/h['seconds'] for h in art['history']]
     res = dict(arch=a.arch, global_batch=a.batch, steps_per_epoch=a.steps, compat=a.compat,
-               data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation',
+               data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation' + (' on the device' if a.loader == 'gpu' else ' in the workers'),
+               loader='none' if a.synthetic else a.loader,
                processes=world, workers=a.workers if a.workers is not None else min(8, os.cpu_count() or 1),
                device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f'cpu ({os.cpu_count()} cores)',
                amp=('bf16' if torch.cuda.is_bf16_supported() else 'fp16') if dev.type == 'cuda' else 'off (fp32)',

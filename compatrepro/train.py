@@ -17,7 +17,7 @@ from torchvision import transforms as TV
 
 from .core import (STANDIN_SCALES, atomic_path, check_scale, content_version, get_device, logger,
                               progress, register_version, seed_everything, spec_key)
-from .manifests import IMAGENET_MEAN, IMAGENET_STD, paper_image_size
+from .manifests import IMAGENET_MEAN, IMAGENET_STD, ManifestDataset, image_transform, paper_image_size
 from . import losses as L
 from .models import (ARCHS, EMBEDDINGS, POOLINGS, EmbeddingModel, ClassifierHead, load_model, to_device, autocast, make_transformation,
                                 transformation_artifact)
@@ -26,15 +26,18 @@ from .features import extract_features
 # %% auto #0
 __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'RACT_CONTRASTS', 'STANDIN_ARCH', 'TINY_RECIPE', 'TINY_EPOCHS_BY_ARCH',
            'SMOKE_RECIPE', 'TINY_ARCH_RECIPES', 'STANDIN_RECIPES', 'RACT_MODEL', 'RACT_STANDIN_EPOCHS',
-           'RACT_PAPER_RECIPE', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES', 'RM_OBJECTIVES',
-           'RM_PER_CLASS', 'RM_TAU', 'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS', 'PAPER_RECIPE_VERSION',
-           'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms', 'compat_old', 'compat_methods',
-           'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'ract_keys', 'presampled_partners', 'CompatTerm',
-           'CompatTerms', 'class_balanced_rows', 'epoch_rows', 'iter_batches', 'dist_setup', 'TrainingInterrupted',
-           'init_seed', 'input_size', 'model_input', 'initial_model', 'backbone_key', 'simclr_projection',
-           'simclr_transform', 'load_pretrained', 'train_backbone', 'simclr_spec', 'TransformationSpec',
-           'transformation_spec', 'transformation_key', 'transformation_loss', 'train_transformation',
-           'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
+           'RACT_PAPER_RECIPE', 'JPEG_SUFFIXES', 'LOADERS', 'INIT_FIELDS', 'COMPAT_VERSIONS', 'FASTFILL_OBJECTIVES',
+           'RM_OBJECTIVES', 'RM_PER_CLASS', 'RM_TAU', 'STANDIN_TRANSFORMATION_RECIPES', 'OBJECTIVE_VERSIONS',
+           'PAPER_RECIPE_VERSION', 'TRANSFORMATION_CKPT_SECONDS', 'BackboneSpec', 'CompatSpec', 'compat_terms',
+           'compat_old', 'compat_methods', 'backbone_spec', 'ract_recipe', 'lr_factor', 'ract_compat', 'ract_keys',
+           'presampled_partners', 'CompatTerm', 'CompatTerms', 'class_balanced_rows', 'epoch_rows', 'iter_batches',
+           'device_decode_available', 'loader_choice', 'device_loader_applies', 'JpegFiles', 'collate_jpeg_bytes',
+           'decode_jpegs', 'random_resized_crop_params', 'device_train_transform', 'device_eval_transform',
+           'iter_device_batches', 'dist_setup', 'TrainingInterrupted', 'init_seed', 'input_size', 'model_input',
+           'initial_model', 'backbone_key', 'simclr_projection', 'simclr_transform', 'load_pretrained',
+           'train_backbone', 'simclr_spec', 'TransformationSpec', 'transformation_spec', 'transformation_key',
+           'transformation_loss', 'train_transformation', 'same_view_batches', 'train_transformation_same_view',
+           'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #b86d4e11
 CODE_VERSION = 4   # bump when a change to the trainers changes what they produce: it is part of every cache key
@@ -470,11 +473,150 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         def __len__(self): return len(self.order)
     perm = torch.cat([share(r) for r in epoch_rows(len(ds), batch_size, g, per_class, getattr(ds, 'labels', None))])
     nw = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
+    if views == 1 and loader_choice(device) == 'gpu' and device_loader_applies(ds):   # JPEG files decoded on the device
+        yield from iter_device_batches(ds, per, perm, device, nw, int(g.initial_seed()) + rank)
+        return
     if views > 1: ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
                     pin_memory=device.type == 'cuda', generator=torch.Generator().manual_seed(int(g.initial_seed()) + rank),
                     persistent_workers=False)
     for xb, yb in dl: yield xb.to(device, non_blocking=True), torch.as_tensor(yb).to(device, non_blocking=True)
+
+# %% ../nbs/07_train.ipynb #e626067c
+JPEG_SUFFIXES = ('.jpg', '.jpeg')
+LOADERS = ('auto', 'cpu', 'gpu')
+_DEVICE_DECODE = {}   # device -> whether torchvision decodes a JPEG there
+
+def device_decode_available(device) -> bool:
+    "Whether `torchvision.io.decode_jpeg` decodes a JPEG on `device` here (a CUDA build of torchvision and a GPU, for 'cuda')."
+    device = torch.device(device)
+    if device.type == 'cuda' and not torch.cuda.is_available(): return False
+    if str(device) not in _DEVICE_DECODE:
+        import io
+        from PIL import Image
+        from torchvision.io import ImageReadMode, decode_jpeg
+        b = io.BytesIO(); Image.new('RGB', (16, 16), (200, 100, 50)).save(b, 'JPEG')
+        try: ok = decode_jpeg(torch.frombuffer(bytearray(b.getvalue()), dtype=torch.uint8), mode=ImageReadMode.RGB, device=device).shape == (3, 16, 16)
+        except Exception: ok = False
+        _DEVICE_DECODE[str(device)] = ok
+    return _DEVICE_DECODE[str(device)]
+
+def loader_choice(device, loader: str|None = None) -> str:
+    """'gpu' or 'cpu': which data path reads JPEG file datasets on `device`. `loader` (default `$COMPATREPRO_LOADER`,
+    else 'auto'): 'cpu', the reference (PIL and torchvision's transforms in the DataLoader workers); 'gpu', decoding and
+    augmentation on `device` whatever it is (the CPU too); 'auto', 'gpu' where `device` is CUDA and torchvision
+    decodes JPEGs there, else 'cpu'."""
+    loader = (loader or os.environ.get('COMPATREPRO_LOADER') or 'auto').lower()
+    if loader not in LOADERS: raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
+    device = torch.device(device)
+    if loader == 'auto': return 'gpu' if device.type == 'cuda' and device_decode_available(device) else 'cpu'
+    return loader
+
+def device_loader_applies(ds) -> bool:
+    """Whether the device data path reads `ds` as the reference does: a `ManifestDataset` of JPEG files (by suffix),
+    without query boxes, whose transform is its own `image_transform` (not SimCLR's)."""
+    return (isinstance(ds, ManifestDataset) and ds.boxes is None and ds.image_size[0] == ds.image_size[1]
+            and all(p.lower().endswith(JPEG_SUFFIXES) for p in ds.paths)
+            and repr(ds.transform) == repr(image_transform(ds.image_size[0], ds.train)))
+
+class JpegFiles(torch.utils.data.Dataset):
+    "Item i: (the bytes of the file `root/paths[i]` as a 1-D uint8 tensor, `labels[i]`); no decoding (the device does it)."
+    def __init__(self, root, paths, labels): self.root, self.paths, self.labels = Path(root), list(paths), np.asarray(labels)
+    def __len__(self): return len(self.paths)
+    def __getitem__(self, i):
+        with open(self.root/self.paths[i], 'rb') as f: data = f.read()
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8), int(self.labels[i])
+
+def collate_jpeg_bytes(items) -> tuple[list, torch.Tensor]:
+    "A DataLoader batch of `JpegFiles` items: (the list of byte tensors, the labels as an int64 tensor)."
+    return [d for d, _ in items], torch.tensor([l for _, l in items], dtype=torch.int64)
+
+def _pil_rgb(data: torch.Tensor) -> torch.Tensor:
+    "A file's bytes decoded as the reference reads them (PIL, converted to RGB): [3, H, W] uint8 on the CPU."
+    import io
+    from PIL import Image
+    with Image.open(io.BytesIO(data.numpy().tobytes())) as im: a = np.asarray(im.convert('RGB'))
+    return torch.from_numpy(a.copy()).permute(2, 0, 1).contiguous()
+
+def decode_jpegs(data: list, device) -> list[torch.Tensor]:
+    """The JPEG files' bytes `data` (1-D uint8 tensors) as RGB images ([3, H, W] uint8) on `device`: one batched call of
+    `torchvision.io.decode_jpeg` (greyscale and CMYK files converted to RGB). If the batch fails, each file is decoded
+    alone, and a file the device cannot decode (e.g. a PNG named .JPEG) is decoded by PIL as the reference reads it."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+    device = torch.device(device)
+    try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))
+    except RuntimeError: pass
+    out = []
+    for d in data:
+        try: out.append(decode_jpeg(d, mode=ImageReadMode.RGB, device=device))
+        except RuntimeError: out.append(_pil_rgb(d).to(device))
+    return out
+
+def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0), ratio=(3/4, 4/3),
+                               generator: torch.Generator|None = None) -> tuple[int, int, int, int]:
+    """(top, left, h, w) of a random crop of a `height` x `width` image: torchvision's `RandomResizedCrop.get_params`,
+    the same draws in the same order, from `generator` (None: torch's global generator, as the reference draws)."""
+    area = height*width
+    log_ratio = torch.log(torch.tensor(ratio))
+    for _ in range(10):
+        target_area = area*torch.empty(1).uniform_(scale[0], scale[1], generator=generator).item()
+        aspect_ratio = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=generator)).item()
+        w, h = int(round(math.sqrt(target_area*aspect_ratio))), int(round(math.sqrt(target_area/aspect_ratio)))
+        if 0 < w <= width and 0 < h <= height:
+            i = torch.randint(0, height - h + 1, size=(1,), generator=generator).item()
+            j = torch.randint(0, width - w + 1, size=(1,), generator=generator).item()
+            return i, j, h, w
+    in_ratio = float(width)/float(height)   # torchvision's fallback: the central crop
+    if in_ratio < min(ratio): w = width; h = int(round(w/min(ratio)))
+    elif in_ratio > max(ratio): h = height; w = int(round(h*max(ratio)))
+    else: w, h = width, height
+    return (height - h)//2, (width - w)//2, h, w
+
+def _device_normalise(x: torch.Tensor, mean, std) -> torch.Tensor:
+    "uint8-valued floats [B, 3, H, W] -> `ToTensor` then `Normalize(mean, std)`, in place."
+    m = torch.tensor(mean, device=x.device).view(1, -1, 1, 1); s = torch.tensor(std, device=x.device).view(1, -1, 1, 1)
+    return x.div_(255).sub_(m).div_(s)
+
+def device_train_transform(images: list, size: int, generator: torch.Generator|None = None, scale=(0.08, 1.0),
+                           ratio=(3/4, 4/3), mean=IMAGENET_MEAN, std=IMAGENET_STD) -> torch.Tensor:
+    """The reference's training transform (`RandomResizedCrop(size, scale, ratio)`, `RandomHorizontalFlip()`, `ToTensor`,
+    `Normalize`) on decoded images ([3, H, W] uint8, on any device): [B, 3, size, size] float32 there. Each image draws
+    its crop and then its flip from `generator` as the reference does; bilinear with antialiasing, rounded to uint8
+    levels as PIL's resize is."""
+    from torchvision.transforms.v2 import functional as TF2
+    out = []
+    for x in images:
+        i, j, h, w = random_resized_crop_params(x.shape[-2], x.shape[-1], scale, ratio, generator)
+        flip = torch.rand(1, generator=generator).item() < 0.5
+        y = TF2.resize(x[:, i:i + h, j:j + w].float(), [size, size], antialias=True)   # float: uint8 antialias is CPU-only
+        out.append(y.flip(-1) if flip else y)
+    return _device_normalise(torch.stack(out).round_().clamp_(0, 255), mean, std)
+
+def device_eval_transform(images: list, size: int, mean=IMAGENET_MEAN, std=IMAGENET_STD) -> torch.Tensor:
+    """The reference's evaluation transform (`Resize(round(size*256/224))` of the short side, `CenterCrop(size)`,
+    `ToTensor`, `Normalize`) on decoded images ([3, H, W] uint8, on any device): [B, 3, size, size] float32 there."""
+    from torchvision.transforms.v2 import functional as TF2
+    r = round(size*256/224)
+    out = [TF2.center_crop(TF2.resize(x.float(), [r], antialias=True), [size, size]) for x in images]
+    return _device_normalise(torch.stack(out).round_().clamp_(0, 255), mean, std)
+
+def iter_device_batches(ds, per: int, order, device, num_workers: int, seed: int):
+    """`iter_batches`' DataLoader path for a JPEG `ManifestDataset` (`device_loader_applies`) on the device data path:
+    batches of `per` rows of `order` (drop-last), the DataLoader workers reading the files' bytes (`JpegFiles`), the
+    batch decoded on `device` (`decode_jpegs`) and transformed there as `ds.transform` would (`device_train_transform`
+    with its `RandomResizedCrop`'s scale and ratio if `ds.train`, else `device_eval_transform`), the crops and flips
+    drawn from a generator seeded with `seed`. Yields (x [per, 3, S, S] float32, labels int64) on `device`."""
+    device, size = torch.device(device), int(ds.image_size[0])
+    crop = ds.transform.transforms[0] if ds.train else None   # the reference's RandomResizedCrop
+    dl = DataLoader(JpegFiles(ds.root, ds.paths, ds.labels), batch_size=per, sampler=torch.as_tensor(order).tolist(),
+                    num_workers=num_workers, drop_last=True, collate_fn=collate_jpeg_bytes,
+                    prefetch_factor=4 if num_workers else None, persistent_workers=False)
+    g = torch.Generator().manual_seed(int(seed) + 1_000_003)
+    for data, yb in dl:
+        imgs = decode_jpegs(data, device)
+        x = (device_train_transform(imgs, size, g, tuple(crop.scale), tuple(crop.ratio)) if ds.train
+             else device_eval_transform(imgs, size))
+        yield x, yb.to(device, non_blocking=True)
 
 # %% ../nbs/07_train.ipynb #f8e6ebc9
 def dist_setup(device: torch.device) -> tuple[int, int, torch.device]:

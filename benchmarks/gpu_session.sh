@@ -1,0 +1,68 @@
+#!/bin/bash
+# One GPU session for issue 48, prepared to run once on one H200 (16 cores, torch 2.11 cu130, torchvision 0.26, Python 3.12,
+# no internet) from the repository root with the carried wheels in .whl/ and an output folder $OUT:
+#   a. install the carried wheels (papermill, nbformat, ipykernel, faiss-cpu and what they need that the image lacks)
+#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, --loader gpu, --synthetic (2 epochs of 20 steps each)
+#   c. compatrepro rehearse --device cuda on every experiment notebook, at the same time as
+#   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 (all four papers)
+# Everything ends by about 560 s after the start; each step writes to $OUT as it goes (at most 8 files come back).
+set -u -o pipefail
+T0=$(date +%s)
+OUT=${OUT:-/tmp/out}; export OUT; mkdir -p "$OUT"
+exec > >(tee -a "$OUT/00_session.log") 2>&1
+mark() { echo "=== [$(date -u +%H:%M:%S) +$(( $(date +%s) - T0 ))s] $*"; }
+left() { echo $(( ${1:-560} - ($(date +%s) - T0) )); }
+
+mark "a. install the carried wheels"
+timeout 90 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+echo "pip exit $?"
+export PYTHONPATH=/tmp/site:$PWD
+export JUPYTER_RUNTIME_DIR=/tmp/jupyter/runtime JUPYTER_DATA_DIR=/tmp/jupyter/data JUPYTER_CONFIG_DIR=/tmp/jupyter/config MPLCONFIGDIR=/tmp/mpl
+mkdir -p /tmp/jupyter/runtime /tmp/jupyter/data /tmp/jupyter/config /tmp/mpl
+timeout 60 python3 -c 'import papermill, nbformat, ipykernel, faiss, compatrepro, torch, torchvision; print("imports ok:", compatrepro.__file__, "torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.cuda.is_available())' || { mark "imports FAILED: stopping"; exit 1; }
+timeout 60 python3 -c 'from jupyter_client.kernelspec import KernelSpecManager as K; print("kernels:", K().find_kernel_specs())'
+timeout 60 python3 -c 'import torch; from compatrepro.train import device_decode_available, loader_choice; print("decode on cuda:", device_decode_available("cuda"), "| auto ->", loader_choice("cuda"))'
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
+
+mark "b. bench: ResNet-50, batch 256, 2 epochs of 20 steps, 14 workers"
+for mode in cpu gpu synthetic; do
+  if [ $mode = synthetic ]; then flag=--synthetic; else flag="--loader $mode"; fi
+  mark "b. bench $mode"
+  timeout 60 python3 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 20 --workers 14 $flag \
+    --device cuda --out "$OUT/bench_$mode.json" 2>&1 | grep -v 'it/s\]' | tail -20
+  echo "bench $mode exit $?"
+done
+
+mark "c+d. rehearse (jobs 8) and reproduce tiny seed 0 (jobs 6), side by side, until +555s"
+R=$(left 555); echo "seconds left for c and d: $R"
+export COMPATREPRO_PROGRESS=0
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 5 > /tmp/smi.csv 2>&1 & SMI=$!
+( timeout -k 5 $R python3 -m compatrepro rehearse --device cuda --jobs 8 --threads 1 --out /tmp/rehearsal \
+    --timeout $(( R - 25 )) 2>&1; echo "rehearse exit $?" ) > "$OUT/rehearse.log" 2>&1 & REH=$!
+( timeout -k 5 $R python3 -m compatrepro reproduce --scale tiny --device cuda --seeds 0 --jobs 6 --threads 1 \
+    --out /tmp/gpu_results --cache /tmp/gpu_cache 2>&1; echo "reproduce exit $?" ) > "$OUT/reproduce.log" 2>&1 & REP=$!
+while kill -0 $REH 2>/dev/null || kill -0 $REP 2>/dev/null; do sleep 30; mark "running: rehearse $(kill -0 $REH 2>/dev/null && echo on || echo done), reproduce $(kill -0 $REP 2>/dev/null && echo on || echo done)"; done
+wait $REH; wait $REP
+kill $SMI 2>/dev/null
+tail -3 "$OUT/rehearse.log"; tail -3 "$OUT/reproduce.log"
+
+mark "summary"
+timeout 20 python3 - > "$OUT/summary.txt" 2>&1 <<'PY'
+import glob, json, os
+for title, pat in (('reproduce --scale tiny --device cuda --seeds 0', '/tmp/gpu_results/tiny/runs/*.json'),
+                   ('rehearse --device cuda', '/tmp/rehearsal/**/runs/*.json')):
+    fs = sorted(glob.glob(pat, recursive=True)); print(f'## {title}: {len(fs)} run records')
+    tot = 0
+    for f in fs:
+        try: d = json.load(open(f))
+        except Exception as e: print(os.path.basename(f), 'unreadable', e); continue
+        tot += d.get('duration') or 0
+        print(f"{os.path.basename(f):45s} finished={d.get('finished')} duration={d.get('duration')} device={d.get('device')}")
+    print(f'sum of durations: {tot:.0f} s\n')
+for f in sorted(glob.glob(os.environ['OUT'] + '/bench_*.json')):
+    d = json.load(open(f)); print(os.path.basename(f), d.get('data'), d.get('images_per_s_epoch1'), d.get('images_per_s_epoch2'), d.get('device'))
+PY
+cat "$OUT/summary.txt"
+timeout 20 tar czf "$OUT/extras.tar.gz" --ignore-failed-read /tmp/smi.csv /tmp/gpu_results/tiny/runs \
+  $(find /tmp/rehearsal -path '*runs/*.json' 2>/dev/null | head -200) 2>/dev/null
+ls -la "$OUT"; mark "done"

@@ -1,0 +1,77 @@
+"""The device data path for JPEG file datasets (issue 48) on the CPU: `iter_batches` takes it when asked, gives the
+reference path's labels in its order and (from the same generator state) its crops within one uint8 level, and
+`benchmarks/bench_train_steps.py --loader gpu` runs end to end. The notebook 07_train checks the same on a smaller set."""
+import json, os, subprocess, sys
+import numpy as np, pandas as pd, pytest, torch
+from PIL import Image
+
+from compatrepro import train as T
+from compatrepro.manifests import ManifestDataset
+
+ROOT = __import__('pathlib').Path(__file__).resolve().parent.parent
+
+
+def _tree(tmp_path, n=12):
+    rng, rows = np.random.default_rng(1), []
+    for i in range(n):
+        h, w = int(rng.integers(40, 120)), int(rng.integers(40, 120))
+        yy, xx = np.mgrid[0:h, 0:w]
+        a = np.stack([xx*255/w, yy*255/h, (xx + yy)*127/(h + w) + 60], -1) + rng.normal(0, 4, (h, w, 3))
+        im = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
+        im = im.convert('L') if i % 5 == 2 else im.convert('CMYK') if i % 5 == 4 else im
+        im.save(tmp_path/f'{i}.JPEG', quality=92); rows.append((f'{i}.JPEG', i % 4))
+    df = pd.DataFrame(rows, columns=['path', 'label'])
+    return lambda train: ManifestDataset(tmp_path, df, list('abcd'), name='t', part='train' if train else 'eval',
+                                         description='t', family='imagenet', train=train, image_size=40)
+
+
+def _batches(ds, loader, monkeypatch, epoch=0):
+    monkeypatch.setenv('COMPATREPRO_LOADER', loader)
+    return list(T.iter_batches(ds, 4, epoch, 3, 'cpu', num_workers=0))
+
+
+def test_device_path_matches_reference(tmp_path, monkeypatch, one_thread):
+    mk = _tree(tmp_path)
+    calls = []
+    real = T.iter_device_batches
+    monkeypatch.setattr(T, 'iter_device_batches', lambda *a, **k: (calls.append(1), (yield from real(*a, **k)))[1])
+    for train in (False, True):
+        ds = mk(train)
+        ref, dev = _batches(ds, 'cpu', monkeypatch), _batches(ds, 'gpu', monkeypatch)
+        assert len(ref) == len(dev) == 3
+        for (xr, yr), (xd, yd) in zip(ref, dev):
+            assert torch.equal(yr, yd) and yd.dtype == torch.int64          # (a) labels and order
+            assert xr.shape == xd.shape and xd.dtype == xr.dtype == torch.float32
+            if not train:                                                      # (b) eval: no randomness
+                err = (xr - xd).abs()
+                assert err.mean() < 0.01 and err.max() < 0.04, (err.mean(), err.max())
+    assert len(calls) == 2                                                     # the device path ran, only when asked
+    ds = mk(True)                                                              # (b) train: the same draws
+    files = T.JpegFiles(ds.root, ds.paths, ds.labels)
+    for i in range(len(ds)):
+        torch.manual_seed(i); ref = ds.transform(ds.image(i))
+        torch.manual_seed(i); dev = T.device_train_transform(T.decode_jpegs([files[i][0]], 'cpu'), 40)[0]
+        err = (ref - dev).abs()
+        assert err.mean() < 0.01 and err.max() < 0.04, (i, err.mean(), err.max())
+
+
+def test_loader_choice(monkeypatch):
+    monkeypatch.delenv('COMPATREPRO_LOADER', raising=False)
+    assert T.loader_choice('cpu') == 'cpu'                     # auto: the CPU keeps the reference
+    monkeypatch.setenv('COMPATREPRO_LOADER', 'gpu'); assert T.loader_choice('cpu') == 'gpu'
+    monkeypatch.setenv('COMPATREPRO_LOADER', 'nvjpeg')
+    with pytest.raises(ValueError, match='choose one of'): T.loader_choice('cpu')
+    if not torch.cuda.is_available():
+        monkeypatch.setenv('COMPATREPRO_LOADER', 'auto'); assert T.loader_choice('cuda') == 'cpu'
+
+
+def test_bench_loader_gpu_smoke(tmp_path):
+    out = tmp_path/'b.json'
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''), COMPATREPRO_PROGRESS='0',
+               OMP_NUM_THREADS='1')
+    r = subprocess.run([sys.executable, str(ROOT/'benchmarks/bench_train_steps.py'), '--arch', 'resnet18', '--batch', '8',
+                        '--steps', '2', '--workers', '0', '--loader', 'gpu', '--device', 'cpu', '--classes', '4',
+                        '--per-class', '4', '--out', str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(out.read_text())
+    assert res['loader'] == 'gpu' and res['images_per_s_epoch2'] > 0
