@@ -1,0 +1,58 @@
+"""Why the device data path trains to NaN on a GPU: one batch of a fake ImageNet tree through the device path on the
+GPU, the same batch on the CPU, and the reference path, compared (finite values, ranges, per-image differences), and
+one bf16 forward/backward of a ResNet-18 on each. Prints everything; asserts nothing.
+
+    python benchmarks/gpu_loader_check.py            # on a machine with a GPU
+"""
+import sys, tempfile
+from pathlib import Path
+
+import torch
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_train_steps import fake_imagenet                      # noqa: E402
+from compatrepro.data import get_split                           # noqa: E402
+from compatrepro import train as T                               # noqa: E402
+
+
+def stats(name, x):
+    x = x.float()
+    print(f'{name:28s} shape={tuple(x.shape)} nan={int(x.isnan().sum())} inf={int(x.isinf().sum())} '
+          f'min={x.nan_to_num().min():.3f} max={x.nan_to_num().max():.3f} mean={x.nan_to_num().mean():.4f}')
+
+
+def step(name, x, y, n_classes):
+    torch.manual_seed(0)
+    import torchvision
+    m = torchvision.models.resnet18(num_classes=n_classes).to(x.device).to(memory_format=torch.channels_last)
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=x.device.type == 'cuda'):
+        loss = torch.nn.functional.cross_entropy(m(x.contiguous(memory_format=torch.channels_last)), y)
+    loss.backward()
+    g = sum(p.grad.float().norm()**2 for p in m.parameters() if p.grad is not None)**0.5
+    print(f'{name:28s} loss={loss.item():.4f} grad_norm={g.item():.4f}')
+
+
+with tempfile.TemporaryDirectory() as d:
+    root = fake_imagenet(Path(d), n_classes=4, per_class=16)
+    ds = get_split('imagenet-1k', 'train', 'paper', data_root=root)
+    print('dataset', type(ds).__name__, len(ds), 'applies:', T.device_loader_applies(ds), 'train:', getattr(ds, 'train', None))
+    order = torch.arange(16)
+    cuda = torch.device('cuda')
+    data, y = T.collate_jpeg_bytes([T.JpegFiles(ds.root, ds.paths, ds.labels)[i] for i in range(16)])
+    print('labels', y.tolist(), 'classes', len(ds.classes))
+    dec_gpu, dec_cpu = T.decode_jpegs(data, cuda), T.decode_jpegs(data, 'cpu')
+    torch.cuda.synchronize()
+    for i, (a, b) in enumerate(zip(dec_gpu, dec_cpu)):
+        if i < 4 or a.shape != b.shape: print(f'image {i}: gpu {tuple(a.shape)} {a.dtype} cpu {tuple(b.shape)}; '
+                                             f'max |gpu - cpu| {(a.cpu().int() - b.int()).abs().max().item() if a.shape == b.shape else "shape differs"}')
+    for dev in (cuda, torch.device('cpu')):
+        g = torch.Generator().manual_seed(1)
+        x = T.device_train_transform(T.decode_jpegs(data, dev), 224, g)
+        stats(f'train transform on {dev.type}', x)
+        x = T.device_eval_transform(T.decode_jpegs(data, dev), 224)
+        stats(f'eval transform on {dev.type}', x)
+    xb, yb = next(iter(T.iter_device_batches(ds, 16, order, cuda, 2, 0)))
+    stats('iter_device_batches cuda', xb); print('labels out', yb.tolist())
+    ref = torch.stack([ds[i][0] for i in range(16)])
+    stats('reference (CPU workers)', ref)
+    step('reference on cuda', ref.to(cuda), y.to(cuda), len(ds.classes))
+    step('device path on cuda', xb, yb, len(ds.classes))
