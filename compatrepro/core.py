@@ -15,12 +15,13 @@ import torch
 from filelock import FileLock, Timeout
 
 # %% auto #0
-__all__ = ['SCALES', 'STANDIN_SCALES', 'EXPERIMENT_RE', 'PAPER_DECADES', 'logger', 'KEY_NEW_FIELD', 'RECORD_COLUMNS',
-           'check_scale', 'parse_lrs', 'ExperimentParams', 'default_out_dir', 'is_experiment_notebook',
-           'is_claims_notebook', 'paper_of_notebook', 'seed_everything', 'get_device', 'set_threads', 'atomic_path',
-           'atomic_write_text', 'current_stages', 'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir',
-           'register_version', 'registered_versions', 'content_version', 'ArtifactCache', 'RunContext',
-           'current_context', 'set_context', 'using_context', 'make_record', 'write_records', 'read_records']
+__all__ = ['SCALES', 'STANDIN_SCALES', 'EXPERIMENT_RE', 'PAPER_DECADES', 'logger', 'PROGRESS_LINE_EVERY', 'KEY_NEW_FIELD',
+           'RECORD_COLUMNS', 'check_scale', 'parse_lrs', 'ExperimentParams', 'default_out_dir',
+           'is_experiment_notebook', 'is_claims_notebook', 'paper_of_notebook', 'seed_everything', 'get_device',
+           'set_threads', 'atomic_path', 'atomic_write_text', 'progress_line', 'tell_progress', 'current_stages',
+           'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir', 'register_version',
+           'registered_versions', 'content_version', 'ArtifactCache', 'RunContext', 'current_context', 'set_context',
+           'using_context', 'make_record', 'write_records', 'read_records']
 
 # %% ../nbs/00_core.ipynb #06d44e96
 SCALES = ('smoke', 'tiny', 'paper')
@@ -183,27 +184,88 @@ _LAST_WRITE = [0.0]
 
 def _status_file() -> str|None: return os.environ.get('COMPATREPRO_STATUS_FILE') or None
 
-def _write_status(force: bool = False):
-    path = _status_file()
-    if not path: return
+def _clock(s: float) -> str:
+    s = int(max(0, s)); return f'{s//3600}:{s%3600//60:02d}:{s%60:02d}' if s >= 3600 else f'{s//60:02d}:{s%60:02d}'
+
+def progress_line(stages: list[dict], name: str = '') -> str:
+    """One line of what runs, from the stages of a status file (outermost first; `desc`, `n`, `total`, `elapsed`): their
+    descriptions, the time spent in the innermost `stage`, and the time left of the innermost bar, of all its epochs
+    where its description says 'epoch i/k'."""
+    text = ' › '.join(s['desc'] for s in stages) or 'nothing'
+    st = next((s for s in reversed(stages) if s.get('total') is None), stages[0] if stages else None)
+    parts = [f"{_clock(st['elapsed'])} elapsed"] if st else []
+    bar = next((s for s in reversed(stages) if s.get('total')), None)
+    if bar and bar['n'] > 0:
+        one = bar['elapsed']*bar['total']/bar['n']             # what one pass of the bar takes at this rate
+        left = one*(bar['total'] - bar['n'])/bar['total']
+        if m := re.search(r'epoch (\d+)/(\d+)', bar['desc']): left += one*(int(m[2]) - int(m[1]))
+        parts.append(f'~{_clock(left)} left')
+    return f"[compatrepro] {name + ': ' if name else ''}{text}" + ''.join(', ' + p for p in parts)
+
+PROGRESS_LINE_EVERY = 30.0   # seconds between a kernel's lines on the terminal, beside those at each stage's start and end
+_TOLD = [0.0]                # when the last one was written
+
+def tell_progress(stages: list[dict], out, now: float|None = None, started: bool = False, ended: dict|None = None,
+                  name: str|Callable = '') -> bool:
+    """Write `progress_line(stages)` to the stream `out` when a stage starts (`started`), a line saying that the stage
+    `ended` is done when it ends, and else at most every `PROGRESS_LINE_EVERY` seconds. True when it wrote a line."""
+    now = time.time() if now is None else now
+    if ended is None and not started and now - _TOLD[0] < PROGRESS_LINE_EVERY: return False
+    _TOLD[0] = now
+    name = name() if callable(name) else name
+    line = (f"[compatrepro] {name + ': ' if name else ''}done: {ended['desc']} in {_clock(now - ended['t0'])}"
+            if ended is not None else progress_line(stages, name))
+    try: out.write(('\r\x1b[K' if out.isatty() else '\r') + line + '\n'); out.flush()
+    except (OSError, ValueError): return False
+    return True
+
+_TERMINAL, _NAME = {}, []
+
+def _terminal():
+    """The terminal of whoever started this Jupyter kernel (papermill's stderr) as a stream, when a notebook runs in one
+    that no runner watches (no status file) and `COMPATREPRO_PROGRESS` is not 0; else None. ipykernel feeds the kernel's
+    file descriptor 2 into the notebook too, and its `sys.stderr.fileno()` is a copy of the original."""
+    if os.environ.get('COMPATREPRO_PROGRESS', '1') == '0' or _status_file(): return None
+    if not type(sys.stderr).__module__.startswith('ipykernel'): return None   # a plain process shows its bars itself
+    try: fd = sys.stderr.fileno()
+    except (OSError, ValueError):                                           # ipykernel leaves fd 2 alone (under pytest)
+        try: fd = sys.__stderr__.fileno()
+        except (OSError, ValueError, AttributeError): return None
+    if fd not in _TERMINAL: _TERMINAL[fd] = open(fd, 'w', buffering=1, encoding='utf-8', errors='replace', closefd=False)
+    return _TERMINAL[fd]
+
+def _notebook_name() -> str:
+    "The name of the notebook this kernel runs, where `this_notebook` (`13_experiments`, once imported) can tell."
+    if not _NAME:
+        exp = sys.modules.get('compatrepro.experiments')
+        if exp is None: return Path(os.environ.get('COMPATREPRO_NOTEBOOK', '')).stem
+        try: _NAME.append(Path(exp.this_notebook()).stem)
+        except Exception: _NAME.append('')
+    return _NAME[0]
+
+def _write_status(force: bool = False, started: bool = False, ended: dict|None = None):
+    path, out = _status_file(), _terminal()
+    if not (path or out): return
     now = time.time()
     if not force and now - _LAST_WRITE[0] < 0.5: return
     _LAST_WRITE[0] = now
     with _STATUS_LOCK:
         stages = [dict(desc=s['desc'], n=s['n'], total=s['total'], elapsed=round(now - s['t0'], 1)) for s in _STAGES]
+    if out is not None: tell_progress(stages, out, now, started, ended, _notebook_name)
+    if not path: return
     try: atomic_write_text(path, json.dumps({'pid': os.getpid(), 'time': now, 'stages': stages}))
     except OSError: pass          # a status line is never worth failing a run
 
 def _push(desc: str, total: int|None) -> dict:
     s = dict(desc=str(desc), n=0, total=total, t0=time.time())
     with _STATUS_LOCK: _STAGES.append(s)
-    _write_status(force=True)
+    _write_status(force=True, started=total is None)
     return s
 
 def _pop(s: dict):
     with _STATUS_LOCK:
         if s in _STAGES: _STAGES.remove(s)
-    _write_status(force=True)
+    _write_status(force=True, ended=s if s['total'] is None else None)
 
 def current_stages() -> list[str]:
     "What runs now, outermost first (the descriptions of the open stages and bars)."
@@ -232,12 +294,12 @@ class _Reported:
 
 def progress(it: Iterable|None = None, desc: str = '', total: int|None = None, show: bool|None = None, **kw):
     """A `tqdm.auto` bar over `it`: shown unless `show=False` or `COMPATREPRO_PROGRESS=0`, reported to the status file
-    (`COMPATREPRO_STATUS_FILE`) either way."""
+    (`COMPATREPRO_STATUS_FILE`) either way, and in a kernel to the terminal (see above)."""
     from tqdm.auto import tqdm
     disable = (os.environ.get('COMPATREPRO_PROGRESS', '1') == '0') if show is None else not show
     if total is None and hasattr(it, '__len__'): total = len(it)
     bar = tqdm(it, desc=desc, total=total, disable=disable, leave=False, **kw)
-    return _Reported(bar, desc, total) if (_status_file() and it is not None) else bar
+    return _Reported(bar, desc, total) if ((_status_file() or _terminal()) and it is not None) else bar
 
 # %% ../nbs/00_core.ipynb #7aebb7b4
 KEY_NEW_FIELD = {'omit_default_from_key': True}   # field metadata: see `_canon`

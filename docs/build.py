@@ -18,8 +18,10 @@ What happens, in order:
    script that prepares them, so a second build re-executes only what changed.
 2. **Experiment notebooks** are never executed here. Their page shows the executed copy that
    `compatrepro reproduce` wrote to `results/<scale>/notebooks/<name>.ipynb` (the paper-scale run if there is
-   one, else the tiny one; smoke runs are never shown), with a banner saying which scale, seeds and device made
-   it and what each run's provenance (`results/<scale>/runs/<name>.seed<k>.json`) says, checked by
+   one, else the tiny one; smoke runs are never shown) with the notebook's current markdown in place of the text
+   it ran with, where its code cells are those of `nbs/` (a prose edit stales no run; where the code differs, the
+   run is stale and keeps its own text, with a warning: `with_current_text`), a banner saying which scale, seeds and
+   device made it and what each run's provenance (`results/<scale>/runs/<name>.seed<k>.json`) says, checked by
    `compatrepro.runs.run_state`: code current or stale, threads, device, torch. A notebook not run yet gets
    its page all the same, marked "not yet run". The paper of a notebook comes from its decade
    (`compatrepro.core.paper_of_notebook`).
@@ -300,13 +302,40 @@ def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None) -> str
     nb.cells = new
     return title
 
+def with_current_text(executed: dict, current: dict, name: str = '') -> dict:
+    """The executed copy `executed` (a notebook dict, as papermill wrote it) with the markdown and raw cells of `current`
+    (the notebook in nbs/ now) in place of its own, when their code cells correspond: as many, each with the same
+    source, in order (papermill's injected-parameters cell aside). A prose edit rightly stales no run, so the executed
+    copies keep the text they ran with; the page shows today's text beside the run's outputs. Where the code differs
+    (the run is stale), `executed` comes back as it is, with a warning that names `name`."""
+    text = lambda c: (''.join(c['source']) if isinstance(c['source'], list) else c['source']).rstrip()
+    injected = lambda c: 'injected-parameters' in (c.get('metadata') or {}).get('tags', [])
+    lead, groups = [], []            # executed code cells, each with the injected cells that follow it
+    for c in executed['cells']:
+        if c['cell_type'] != 'code': continue
+        if injected(c): (groups[-1] if groups else lead).append(c)
+        else: groups.append([c])
+    code = [c for c in current['cells'] if c['cell_type'] == 'code']
+    if [text(g[0]) for g in groups] != [text(c) for c in code]:
+        log(f'warning: {name}: its code differs from the notebook in nbs/ (a stale run): its page keeps the text it ran with')
+        return executed
+    cells, k = list(lead), 0
+    for c in current['cells']:
+        if c['cell_type'] == 'code': cells += groups[k]; k += 1
+        else: cells.append(json.loads(json.dumps(c)))
+    return dict(executed, cells=cells)
+
 def process(src: Path, dst: Path, title: str, banner: str|None = None, footer: str|None = None,
-            prepared: Path|None = None) -> str:
+            prepared: Path|None = None, current: Path|None = None) -> str:
     """The page notebook of `src` (a notebook, or an executed copy papermill wrote), or of `prepared`, the executed
-    copy of `src` that `prepare` made, through nbdev's processors and `_to_myst`, written to `dst`. Returns the title."""
-    from execnb.nbio import read_nb
+    copy of `src` that `prepare` made, through nbdev's processors and `_to_myst`, written to `dst`. Returns the title.
+    `current`: the notebook in nbs/ that the executed copy `src` ran, whose markdown the page shows (`with_current_text`)."""
+    from execnb.nbio import read_nb, dict2nb
     from nbdev.process import NBProcessor
-    nb = read_nb(prepared or src)
+    if current is not None:
+        read = lambda f: json.loads(f.read_text(encoding='utf-8'))
+        nb = dict2nb(with_current_text(read(src), read(current), src.relative_to(ROOT).as_posix() if src.is_relative_to(ROOT) else str(src)))
+    else: nb = read_nb(prepared or src)
     if prepared is not None: restore(nb)               # `prepare` already split the title cell
     else: _split_title_cell(nb)
     nb['path_'] = str(src)                                 # nbdev's front matter names the page after the source
@@ -620,7 +649,7 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
             rel = f'papers/{name}.ipynb' if i == 0 else f'papers/{name}__{scale}.ipynb'
             others = [s for s in scales if s != scale and s is not None]
             process(runs.get(scale, p), SRC/rel, name, banner=exp_banner(name, scale, runs.get(scale), others),
-                    footer=exp_footer(name, scale))
+                    footer=exp_footer(name, scale), current=p if scale else None)
             wanted.add(rel)
             if scale: pages[(name, scale)] = rel
             exp_entries.append((p, rel, scale, i == 0))
