@@ -504,13 +504,13 @@ def device_decode_available(device) -> bool:
 def loader_choice(device, loader: str|None = None) -> str:
     """'gpu' or 'cpu': which data path reads JPEG file datasets on `device`. `loader` (default `$COMPATREPRO_LOADER`,
     else 'auto'): 'cpu', the reference (PIL and torchvision's transforms in the DataLoader workers); 'gpu', decoding and
-    augmentation on `device` whatever it is (the CPU too); 'auto', 'gpu' where `device` is CUDA and torchvision
-    decodes JPEGs there, else 'cpu'."""
+    augmentation on `device` whatever it is (the CPU too); 'auto', the reference for now: on one H200 the device path
+    gave finite batches and a finite first step (benchmarks/gpu_loader_check.py), yet every training through it became
+    nan in its first epoch (docs/benchmarks.md), so it is not chosen until a GPU has trained through it."""
     loader = (loader or os.environ.get('COMPATREPRO_LOADER') or 'auto').lower()
     if loader not in LOADERS: raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
     device = torch.device(device)
-    if loader == 'auto': return 'gpu' if device.type == 'cuda' and device_decode_available(device) else 'cpu'
-    return loader
+    return 'cpu' if loader == 'auto' else loader
 
 def device_loader_applies(ds) -> bool:
     """Whether the device data path reads `ds` as the reference does: a `ManifestDataset` of JPEG files (by suffix),
