@@ -45,24 +45,26 @@ def _claims_held(claims: pd.DataFrame, kind: str = 'finding') -> tuple[int, int]
     c = claims[claims.kind == kind].drop_duplicates(['notebook', 'claim'])
     return int((c.verdict == 'holds').sum()), len(c)
 
-def _held_text(claims: pd.DataFrame) -> str:
-    "'h of n findings hold', and the checks apart ('; checks h/n') where there are any."
-    (h, n), (ch, cn) = _claims_held(claims), _claims_held(claims, 'check')
-    return f'{h} of {n}' + (f'; checks {ch}/{cn}' if cn else '')
+def _held_text(claims: pd.DataFrame, pending: set = frozenset()) -> str:
+    """'h of n findings hold', and the checks apart ('; checks h/n') where there are any, over the claims of notebooks
+    not in `pending` (those with runs pending a re-run: their verdicts are not yet evidence), which are counted apart."""
+    waiting = claims.notebook.isin(pending)
+    (h, n), (ch, cn) = _claims_held(claims[~waiting]), _claims_held(claims[~waiting], 'check')
+    later = claims[waiting & (claims.kind == 'finding')].drop_duplicates(['notebook', 'claim'])
+    return f'{h} of {n}' + (f'; checks {ch}/{cn}' if cn else '') + (f' ({len(later)} more findings on runs pending a re-run)' if len(later) else '')
 
 def _verdicts_file(nbs) -> Path:
     "The expected verdicts of the repository whose notebooks are `nbs`."
     return find_nbs_dir(nbs).parent/'docs'/'expected_verdicts.csv'
 
-def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None) -> str:
-    """The status table as text, one block per paper: the items by state, the findings that hold (the checks apart),
-    why the others do not."""
+def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None, pending: set = frozenset()) -> str:
+    """The status table as text, one block per paper: the items by state, the findings that hold (the checks apart; those
+    of the notebooks in `pending` counted apart), why the others do not."""
     out = []
     for paper, g in t.groupby('paper', sort=False):
         n = g[g.status != 'illustration'].status.value_counts()
         mine = None if claims is None else claims[claims.paper == paper]
-        held = '' if mine is None else ('; {} of {} findings hold'.format(*_claims_held(mine))
-                                        + ''.join(f' (checks {ch}/{cn})' for ch, cn in [_claims_held(mine, 'check')] if cn))
+        held = '' if mine is None else f'; findings that hold: {_held_text(mine, pending)}'
         out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
         for r in g.itertuples():
             held_r = (f'{r.holding} of {r.claims} findings hold' if r.claims else 'no finding declared on it') + \
@@ -81,6 +83,7 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
     items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
     claims = item_claims(Path(results)/'tiny', _verdicts_file(nbs))
+    waiting = {n for n, _ in pending_runs(Path(results)/'tiny')}
     rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | reproduced | partly | differs | runs, no finding yet | not yet (missing or stale) | reproduced at paper scale |',
             '|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
@@ -88,7 +91,7 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
         items = [i for _, i in g.index if not g.loc[(paper, i), 'caption'].startswith('not a numbered item')]
         by = lambda *states: ', '.join(i for i in items if g.loc[(paper, i), 'status'] in states) or '—'
         paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
-        rows.append(f"| {paper} | {_held_text(claims[claims.paper == paper])} | {by('reproduced')} | {by('partly')} | "
+        rows.append(f"| {paper} | {_held_text(claims[claims.paper == paper], waiting)} | {by('reproduced')} | {by('partly')} | "
                     f"{by('differs')} | {by('runs')} | {by('missing', 'stale')} | {paper_done} |")
     pending = pending_text(Path(results)/'tiny')
     ledger = ('\n\n**Re-runs pending** (`results/tiny/pending.csv`, run by `compatrepro reproduce --pending`): their items are '
@@ -193,7 +196,8 @@ def main(argv: list[str]|None = None) -> int:
             else: print(status_markdown(a.results, a.nbs))
             return 0
         if a.cmd == 'status':
-            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _verdicts_file(a.nbs))))
+            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _verdicts_file(a.nbs)),
+                                {n for n, _ in pending_runs(Path(a.results)/a.scale)}))
             if a.scale == 'tiny': print('\n' + premise_text(a.results, a.scale) + '\n' + run_hours_text(a.results, a.scale))
             if not a.check: return 0
             problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)

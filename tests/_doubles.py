@@ -33,3 +33,26 @@ def small_backbone_spec(split, **kw):
     "A one-epoch ResNet-18 spec with an 8-d embedding: trains in a second on `HalfClassesSplit`."
     return BackboneSpec(**dict(split=split, scale='tiny', seed=0, arch='resnet18', emb_dim=8, epochs=1, batch_size=8,
                                lr=0.4, warmup_epochs=0) | kw)
+
+
+def make_runs_current(res_dir, nbs_dir, pkg_dir) -> int:
+    """Stamp every run under `res_dir` (one scale of a scratch copy) as made by today's code: its notebook's code hash and
+    library digests from `nbs_dir` and `pkg_dir`, today's registered versions, its inputs' digests as they are; and empty
+    the re-run ledger. Tests of staleness start from such a copy, whatever the committed runs' state (they may all be
+    pending a re-run). Returns how many runs were stamped."""
+    import json
+    from pathlib import Path
+    from compatrepro.core import registered_versions
+    from compatrepro.pipeline import backbone_versions   # noqa: F401  (registers every method's version)
+    from compatrepro.report import file_digest, run_dependencies
+    res_dir, nbs_dir, reg, n = Path(res_dir), Path(nbs_dir), registered_versions(), 0
+    for f in sorted((res_dir/'runs').glob('*.json')):
+        p = json.loads(f.read_text())
+        src = nbs_dir/f"{p['notebook']}.ipynb"
+        if not src.exists(): continue
+        p |= run_dependencies(src, pkg_dir)
+        p['versions'] = {k: reg[k] for k in p.get('versions', {}) if k in reg}
+        p['inputs'] = {k: file_digest(res_dir/'records'/k) for k in p.get('inputs', {}) if (res_dir/'records'/k).exists()}
+        f.write_text(json.dumps(p, indent=1) + '\n'); n += 1
+    (res_dir/'pending.csv').unlink(missing_ok=True)
+    return n

@@ -147,12 +147,15 @@ def test_committed_results_are_current():
 
 
 def test_editing_a_notebook_makes_only_its_items_stale(tmp_path):
-    """On a copy of the committed tiny results and the notebooks: one edited code cell of 21 makes `status --check`
-    fail for 21's runs and the status matrix call exactly the items 21 produces stale, nothing else."""
+    """On a copy of the committed tiny results (stamped current: they may all be pending a re-run) and the notebooks: one
+    edited code cell of 21 makes `status --check` fail for 21's runs and the status matrix call exactly the items 21
+    produces stale, nothing else."""
     import nbformat
     from compatrepro.runs import status_table
+    from _doubles import make_runs_current
     shutil.copytree(NBS, tmp_path/'nbs'); shutil.copytree(ROOT/'docs', tmp_path/'docs')
     for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp_path/'results'/'tiny'/d)
+    assert make_runs_current(tmp_path/'results'/'tiny', tmp_path/'nbs', ROOT/'compatrepro')
     args = ('tiny', tmp_path/'results', tmp_path/'nbs')
     assert check_results(*args) == []
     before = status_table(*args)
