@@ -707,7 +707,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
             return (not force and not extra and prov.exists() and json.loads(prov.read_text()).get('finished')
                     and run_state(res_dir, nb.stem, seed, nbs_dir)[0] == 'current')
     runs = runs_to_do(notebooks, seeds, current)
-    status = {(nb.stem, s): None for nb in notebooks for s in seeds if (nb, s) not in runs}
+    status = {} if pending else {(nb.stem, s): None for nb in notebooks for s in seeds if (nb, s) not in runs}
     todo = [NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb',
                         dict(seed=int(seed), scale=scale, data_root=data_root, device=device, **(extra or {})),
                         name=f'{nb.stem} seed {seed}', cwd=nbs_dir, env={'COMPATREPRO_OUT_DIR': str(out)}) for nb, seed in runs]

@@ -7,7 +7,8 @@ per objective, features) and the smoke split of every dataset, and compares each
 
 - same key, other numbers: FAIL. Bump the version the change belongs to (`CODE_VERSION`, a `COMPAT_VERSIONS` or
   `OBJECTIVE_VERSIONS` entry, `SPLITS_VERSION`, `GLYPH_VERSION`, ...): the models are then retrained under new keys,
-  and the committed runs that used them go stale; then re-record.
+  and the committed runs that used them go stale; then re-record, commit, and `compatrepro pending --declare "why"`
+  lists those runs in the re-run ledger, so the change lands before their re-runs (`docs/ci.md`).
 - another key (a version was bumped, or a spec changed): FAIL until re-recorded, so the file always describes today's
   code: `python tests/test_artifact_fingerprints.py --write`.
 
@@ -99,7 +100,8 @@ def compare(recorded: dict, now: dict) -> list[str]:
             same_labels = all(r.get(k) == n.get(k) for k in r if k.endswith('labels'))
             if not same_labels or len(r['values']) != len(n['values']) or not np.allclose(r['values'], n['values'], atol=ATOL, rtol=0):
                 bad.append(f'{name}: made differently under the same key {r["key"]}: bump the version of what changed '
-                           '(this retrains it and makes the runs that used it stale), then re-record')
+                           '(this retrains it and makes the runs that used it stale), then re-record, and list those runs in '
+                           'the re-run ledger: compatrepro pending --declare "why"')
     return bad
 
 
@@ -125,4 +127,5 @@ if __name__ == '__main__':
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as d: fp = fingerprints(d)
     FILE.write_text(json.dumps(fp, indent=1, sort_keys=True) + '\n')
-    print(f'wrote {len(fp)} fingerprints to {FILE}')
+    print(f'wrote {len(fp)} fingerprints to {FILE}. Commit the change, then list the runs it made stale in the re-run '
+          'ledger (results/tiny/pending.csv): compatrepro pending --declare "why, in one line"')
