@@ -91,7 +91,7 @@ def flips_metrics(k: int = 1, limited: float = LIMITED_BACKFILL) -> dict:
 
 def record_flips(book, item: str, curves: dict, k: int = 1, limited: float = LIMITED_BACKFILL) -> None:
     r"""Record, per method, the mean positive and negative top-`k` flips (percent of the queries) over its curve, and the
-    mean positive flips over the fractions $lpha \le$ `limited` (App. D). `curves`: `step_curve` frames (`k=1`:
+    mean positive flips over the fractions $\alpha \le$ `limited` (App. D). `curves`: `step_curve` frames (`k=1`:
     columns `pos_flips`, `neg_flips`) or `backfill_curve` frames with `pos_flips@k`, `neg_flips@k`."""
     names = flips_metrics(k, limited)
     for name, c in curves.items():

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, reproduce,
+from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, pending_runs, reproduce,
                               run_state)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,10 +100,12 @@ def _figures(folder, nb):
 
 @pytest.mark.parametrize('nb', EXPERIMENTS)
 def test_smoke_writes_what_tiny_writes(nb, smoke):
-    "Smoke writes the records (paper, item, dataset, method, metric) and figures that the committed tiny run has."
+    """Smoke writes the records (paper, item, dataset, method, metric) and figures that the committed tiny run has,
+    once that run is current (a run the re-run ledger lists was made by older code, which may have written others)."""
     rec = smoke.dir/'records'/f'{nb}.seed0.csv'
     tiny = TINY/'records'/f'{nb}.seed0.csv'
     assert rec.exists(), f'{nb} wrote no smoke records (see test_experiment_notebook_runs_at_smoke_scale)'
+    if (nb, 0) in pending_runs(TINY): return   # its tiny run predates today's code: compared once it is re-run
     assert tiny.exists(), f'no committed tiny records of {nb} ({tiny}): compatrepro reproduce --scale tiny --only {nb}'
     a, b = _record_keys(rec), _record_keys(tiny)
     assert a == b, (f'{nb}: smoke and tiny records differ\nonly in smoke: {sorted(a - b)}\n'
