@@ -1,7 +1,8 @@
 """The re-run ledger (`results/<scale>/pending.csv`, `14_runs`): a change lands before its re-runs by listing them.
 
-- On a scratch copy of the package, the notebooks and the committed tiny results (stamped current), a training change (FCT's loss) makes
-  `compatrepro status --check` fail on exactly the current runs that reach it; `compatrepro pending --declare` lists
+- On a scratch copy of the package, the notebooks and the committed tiny results (stamped current), a training change
+  (FCT's loss, with the version bump the artifact fingerprints ask for) makes `compatrepro status --check` fail on
+  exactly the runs that reach it; `compatrepro pending --declare` lists
   exactly those, and the check passes; taking a row off the ledger fails it again, and so does a row for a current run.
 - On throw-away notebooks, `reproduce --pending --only NB --seeds 0` re-runs that seed alone, takes it off the ledger
   and leaves the others listed, with the item stale and the ledger's reason until the last seed is current;
@@ -50,13 +51,18 @@ def test_a_training_change_lands_with_exactly_its_runs_in_the_ledger(tmp_path):
     root = _scratch(tmp_path)
     assert _listed(root) == set() and _cli(root, 'status', '--check').returncode == 0, 'the copy starts current, with no ledger'
     runs = list((root/'results'/'tiny'/'runs').glob('*.json'))
-    reach = {(p['notebook'], p['seed']) for p in (json.loads(f.read_text()) for f in runs) if 'fct_l2_loss' in p.get('library', {})}
+    bumped = {f'objective:{o}' for o in ('l2', 'l2+disc', 'l2+uncert', 'l2+disc+uncert')}    # every objective with the l2 term
+    reach = {(p['notebook'], p['seed']) for p in (json.loads(f.read_text()) for f in runs)
+             if {'fct_l2_loss', 'OBJECTIVE_VERSIONS'} & set(p.get('library', {})) or bumped & set(p.get('versions', {}))}
     assert reach and len(reach) < len(runs), 'fct_l2_loss should be reached by some runs (FastFill and RM train with it), not all'
 
-    losses = root/'compatrepro'/'losses.py'
+    losses, train = root/'compatrepro'/'losses.py', root/'compatrepro'/'train.py'
     s = losses.read_text(); old = "return _reduce((phi_new.detach() - h_old).pow(2).sum(1), reduction, fn)"
     assert s.count(old) == 1
     losses.write_text(s.replace(old, "return _reduce((phi_new.detach() - h_old).pow(2).sum(1) * 2, reduction, fn)"))
+    t = train.read_text(); old_v = "OBJECTIVE_VERSIONS = {}"                           # the bump the fingerprints ask for
+    assert t.count(old_v) == 1
+    train.write_text(t.replace(old_v, "OBJECTIVE_VERSIONS = {o: 2 for o in ('l2', 'l2+disc', 'l2+uncert', 'l2+disc+uncert')}"))
     r = _cli(root, 'status', '--check')
     assert r.returncode == 1 and _problem_runs(r) == reach, r.stdout[-3000:]
 
@@ -74,7 +80,7 @@ def test_a_training_change_lands_with_exactly_its_runs_in_the_ledger(tmp_path):
     r = _cli(root, 'status', '--check')
     assert r.returncode == 1 and {n for n, _ in _problem_runs(r)} == {nb}, r.stdout[-3000:]
 
-    losses.write_text(s)                                                           # the change undone: listed runs current
+    losses.write_text(s); train.write_text(t)                                      # the change undone: listed runs current
     r = _cli(root, 'status', '--check')
     assert r.returncode == 1 and 'which is current: take it off' in r.stdout, r.stdout[-3000:]
 
