@@ -25,20 +25,20 @@ from pathlib import Path
 import numpy as np, torch
 from PIL import Image
 
-from compatrepro.core import RunContext, get_device
+from compatrepro.core import RunContext, default_workers, get_device
 from compatrepro.data import get_split
 from compatrepro.pipeline import get_backbone
 from compatrepro import train as T
 
 
-def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0) -> Path:
-    "ImageNet's layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG) with random 500x375 JPEGs."
+def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0, size=(500, 375)) -> Path:
+    "ImageNet's layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG) with random JPEGs of `size` (w, h; ImageNet's typical 500x375)."
     rng = np.random.default_rng(seed)
     for part, k in (('train', per_class), ('val', 2)):
         for c in range(n_classes):
             d = root/'imagenet'/part/f'n{c:08d}'; d.mkdir(parents=True, exist_ok=True)
             for i in range(k):
-                Image.fromarray(rng.integers(0, 255, (375, 500, 3), dtype=np.uint8)).save(d/f'n{c:08d}_{i}.JPEG', quality=90)
+                Image.fromarray(rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)).save(d/f'n{c:08d}_{i}.JPEG', quality=90)
     return root
 
 
@@ -80,10 +80,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--arch', default='resnet50'); ap.add_argument('--batch', type=int, default=256, help='global batch')
     ap.add_argument('--steps', type=int, default=200, help='steps per epoch (two epochs run)')
-    ap.add_argument('--workers', type=int, default=None, help='DataLoader workers per process (default: min(8, cores))')
+    ap.add_argument('--workers', type=int, default=None, help='DataLoader workers per process (default: compatrepro.core.default_workers(), the cores less one)')
     ap.add_argument('--compat', choices=('none', 'bct', 'ract'), default='none',
                     help="train against an old model (a 1-epoch ResNet of --arch on the first half of the classes)")
     ap.add_argument('--classes', type=int, default=10); ap.add_argument('--per-class', type=int, default=32)
+    ap.add_argument('--fake-size', default='500x375', help="the fake JPEGs' WxH (341x256: a copy data_prep/resize_copy.py made)")
     ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
     ap.add_argument('--loader', choices=('cpu', 'gpu'), default='cpu',
                     help="the JPEG data path: 'cpu', decoding and augmentation in the DataLoader workers (the reference); "
@@ -99,7 +100,7 @@ def main():
     tmp = Path(tempfile.gettempdir())/f"compatrepro_bench_{os.environ.get('MASTER_PORT', os.getpid())}"
     done = tmp/'tree_written'
     try:
-        if rank == 0: fake_imagenet(tmp/'data', a.classes, a.per_class); done.touch()
+        if rank == 0: fake_imagenet(tmp/'data', a.classes, a.per_class, size=tuple(int(v) for v in a.fake_size.lower().split('x'))); done.touch()
         while not done.exists(): time.sleep(0.5)   # the other ranks wait for rank 0's tree
         root = str(tmp/'data')
         ctx = RunContext(cache=tmp/'cache', device=a.device, data_root=root, workers=a.workers, progress=rank == 0)
@@ -125,7 +126,7 @@ def main():
     res = dict(arch=a.arch, global_batch=a.batch, steps_per_epoch=a.steps, compat=a.compat,
                data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation' + (' on the device' if a.loader == 'gpu' else ' in the workers'),
                loader='none' if a.synthetic else a.loader,
-               processes=world, workers=a.workers if a.workers is not None else min(8, os.cpu_count() or 1),
+               processes=world, workers=a.workers if a.workers is not None else default_workers(),
                device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f'cpu ({os.cpu_count()} cores)',
                amp=('bf16' if torch.cuda.is_bf16_supported() else 'fp16') if dev.type == 'cuda' else 'off (fp32)',
                images_per_s_epoch1=round(rates[0], 1), images_per_s_epoch2=round(rates[1], 1),

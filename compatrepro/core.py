@@ -20,8 +20,8 @@ __all__ = ['SCALES', 'STANDIN_SCALES', 'EXPERIMENT_RE', 'PAPER_DECADES', 'logger
            'is_experiment_notebook', 'is_claims_notebook', 'paper_of_notebook', 'seed_everything', 'get_device',
            'set_threads', 'atomic_path', 'atomic_write_text', 'progress_line', 'tell_progress', 'current_stages',
            'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir', 'register_version',
-           'registered_versions', 'content_version', 'ArtifactCache', 'RunContext', 'current_context', 'set_context',
-           'using_context', 'make_record', 'write_records', 'read_records']
+           'registered_versions', 'content_version', 'ArtifactCache', 'default_workers', 'RunContext',
+           'current_context', 'set_context', 'using_context', 'make_record', 'write_records', 'read_records']
 
 # %% ../nbs/00_core.ipynb #06d44e96
 SCALES = ('smoke', 'tiny', 'paper')
@@ -444,13 +444,22 @@ class ArtifactCache:
         finally: lk.release()
 
 # %% ../nbs/00_core.ipynb #9e77c55a
+def default_workers(local_processes: int|None = None) -> int:
+    """DataLoader workers of a process when none are asked for: the cores it may use (its CPU affinity), shared among
+    the `local_processes` of its machine (default: torchrun's `$LOCAL_WORLD_SIZE`, else 1), less one for the process
+    itself; at least one. On one H200 with 16 cores the reference JPEG path fed ResNet-50 1,250 images/s with 14
+    workers and 904 with 8 (docs/benchmarks.md; two sessions, so not a controlled comparison)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    local = local_processes or int(os.environ.get('LOCAL_WORLD_SIZE') or 1)
+    return max(1, cores//max(1, local) - 1)
+
 @dataclass
 class RunContext:
     "Where artifacts live and computation runs, for every pipeline call of one run."
     cache: ArtifactCache = None      # None: ArtifactCache() ($COMPATREPRO_CACHE)
     device: str = 'auto'             # 'auto', 'cpu', 'cuda', 'cuda:1', ...
     data_root: str|None = None       # folder of the paper datasets (scale='paper')
-    workers: int|None = None         # DataLoader workers for file datasets (None: min(8, cores))
+    workers: int|None = None         # DataLoader workers for file datasets (None: `default_workers()`)
     progress: bool = True            # show progress bars
     threads: int|None = None         # torch intra-op CPU threads (None: torch's default)
     used: dict = field(default_factory=dict)   # name -> version of the methods, recipes and data used so far

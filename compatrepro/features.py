@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from .core import get_device, progress
+from .core import default_workers, get_device, progress
 from .models import autocast, to_device
 
 # %% auto #0
@@ -43,7 +43,7 @@ def extract_features(model: nn.Module, dataset, batch_size: int = 512, device: s
     else:
         if augment: raise ValueError("augment=True needs the in-memory stand-in (ds.augment); a file dataset augments by its own transform")
         # one batch: worker processes would cost more to start than they save
-        nw = (min(8, os.cpu_count() or 1) if len(dataset) > batch_size else 0) if num_workers is None else num_workers
+        nw = (default_workers() if len(dataset) > batch_size else 0) if num_workers is None else num_workers
         dl = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=nw, pin_memory=device.type == 'cuda')
         for xb, yb in progress(dl, 'features', show=show_progress): run(xb.to(device, non_blocking=True), yb)
     if not feats: raise ValueError("the dataset is empty: there is nothing to extract")

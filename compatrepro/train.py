@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Sampler
 from torchvision import transforms as TV
 
-from .core import (STANDIN_SCALES, atomic_path, check_scale, content_version, get_device, logger,
+from .core import (STANDIN_SCALES, atomic_path, check_scale, content_version, default_workers, get_device, logger,
                               progress, register_version, seed_everything, spec_key)
 from .manifests import IMAGENET_MEAN, IMAGENET_STD, ManifestDataset, image_transform, paper_image_size
 from . import losses as L
@@ -472,7 +472,7 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         def __iter__(self): return iter(self.order.tolist())
         def __len__(self): return len(self.order)
     perm = torch.cat([share(r) for r in epoch_rows(len(ds), batch_size, g, per_class, getattr(ds, 'labels', None))])
-    nw = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
+    nw = default_workers() if num_workers is None else num_workers
     if views == 1 and loader_choice(device) == 'gpu' and device_loader_applies(ds):   # JPEG files decoded on the device
         yield from iter_device_batches(ds, per, perm, device, nw, int(g.initial_seed()) + rank)
         return
