@@ -1,6 +1,8 @@
 """Why the device data path trains to NaN on a GPU: one batch of a fake ImageNet tree through the device path on the
-GPU, the same batch on the CPU, and the reference path, compared (finite values, ranges, per-image differences), and
-one bf16 forward/backward of a ResNet-18 on each. Prints everything; asserts nothing.
+GPU, the same batch on the CPU, and the reference path, compared (finite values, ranges, per-image differences), one
+bf16 forward/backward of a ResNet-18 on each, then a few SGD steps of a ResNet-50 through `iter_batches` on each path,
+stopping at the first non-finite loss. Prints everything; asserts nothing. (2026-11-27, one H200: the one-batch part
+was finite on both; the training part was written after that session and has run on the CPU only.)
 
     python benchmarks/gpu_loader_check.py            # on a machine with a GPU
 """
@@ -32,7 +34,7 @@ def step(name, x, y, n_classes):
 
 
 with tempfile.TemporaryDirectory() as d:
-    root = fake_imagenet(Path(d), n_classes=4, per_class=16)
+    root = fake_imagenet(Path(d), n_classes=4, per_class=40)
     ds = get_split('imagenet-1k', 'train', 'paper', data_root=root)
     print('dataset', type(ds).__name__, len(ds), 'applies:', T.device_loader_applies(ds), 'train:', getattr(ds, 'train', None))
     order = torch.arange(16)
@@ -56,3 +58,21 @@ with tempfile.TemporaryDirectory() as d:
     stats('reference (CPU workers)', ref)
     step('reference on cuda', ref.to(cuda), y.to(cuda), len(ds.classes))
     step('device path on cuda', xb, yb, len(ds.classes))
+
+    # --- a few training steps through iter_batches on each path: where does the loss stop being finite?
+    import os
+    for loader in ('cpu', 'gpu'):
+        os.environ['COMPATREPRO_LOADER'] = loader
+        torch.manual_seed(0)
+        import torchvision
+        m = torchvision.models.resnet50(num_classes=len(ds.classes)).to(cuda).to(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9)
+        for step, (xb, yb) in enumerate(T.iter_batches(ds, 32, 0, 0, cuda, num_workers=4)):
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(m(xb.contiguous(memory_format=torch.channels_last)), yb)
+            opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+            bad = not torch.isfinite(loss).item()
+            print(f'{loader} step {step}: loss {loss.item():.4f} x finite {bool(torch.isfinite(xb).all())} '
+                  f'x range [{xb.min().item():.2f}, {xb.max().item():.2f}] dtype {xb.dtype} labels {yb.min().item()}-{yb.max().item()} '
+                  f'contiguous {xb.is_contiguous()}')
+            if bad: break

@@ -5,6 +5,7 @@
 #   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, --loader gpu, --synthetic (2 epochs of 20 steps each)
 #   c. compatrepro rehearse --device cuda on every experiment notebook, at the same time as
 #   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 (all four papers)
+#   (before b: benchmarks/gpu_loader_check.py, why the device path trained to nan on 2026-11-27)
 # Everything ends by about 560 s after the start; each step writes to $OUT as it goes (at most 8 files come back).
 set -u -o pipefail
 T0=$(date +%s)
@@ -23,6 +24,9 @@ timeout 60 python3 -c 'import papermill, nbformat, ipykernel, faiss, compatrepro
 timeout 60 python3 -c 'from jupyter_client.kernelspec import KernelSpecManager as K; print("kernels:", K().find_kernel_specs())'
 timeout 60 python3 -c 'import torch; from compatrepro.train import device_decode_available, loader_choice; print("decode on cuda:", device_decode_available("cuda"), "| auto ->", loader_choice("cuda"))'
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
+
+mark "a2. the device data path on the GPU: one batch against the CPU and the reference, then training steps on each path"
+timeout 150 python3 benchmarks/gpu_loader_check.py 2>&1 | grep -v Warning | tail -60 > "$OUT/loader_check.log"; cat "$OUT/loader_check.log"
 
 mark "b. bench: ResNet-50, batch 256, 2 epochs of 20 steps, 14 workers"
 for mode in cpu gpu synthetic; do
