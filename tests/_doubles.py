@@ -56,3 +56,19 @@ def make_runs_current(res_dir, nbs_dir, pkg_dir) -> int:
         f.write_text(json.dumps(p, indent=1) + '\n'); n += 1
     (res_dir/'pending.csv').unlink(missing_ok=True)
     return n
+
+
+def scratch_repo(tmp):
+    """A scratch copy under `tmp` of the package, the notebooks, the docs and the committed tiny results (records, runs,
+    claims; no ledger), its runs stamped current (`make_runs_current`): the staleness and ledger tests change it."""
+    import shutil
+    from pathlib import Path
+    root, tmp = Path(__file__).resolve().parent.parent, Path(tmp)
+    tiny = root/'results'/'tiny'
+    shutil.copytree(root/'compatrepro', tmp/'compatrepro', ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copytree(root/'nbs', tmp/'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints'))
+    shutil.copytree(root/'docs', tmp/'docs', ignore=shutil.ignore_patterns('_build', '_site', 'jupyter_execute'))
+    shutil.copy(root/'settings.ini', tmp)
+    for d in ('records', 'runs', 'claims'): shutil.copytree(tiny/d, tmp/'results'/'tiny'/d)
+    assert make_runs_current(tmp/'results'/'tiny', tmp/'nbs', tmp/'compatrepro')
+    return tmp

@@ -17,20 +17,13 @@ from compatrepro.cli import main
 from compatrepro.runs import check_results, pending_path, read_pending, reproduce, status_table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _doubles import make_runs_current   # noqa: E402
+from _doubles import scratch_repo   # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT/'results'/'tiny'
 
 
-def _scratch(tmp: Path) -> Path:
-    shutil.copytree(ROOT/'compatrepro', tmp/'compatrepro', ignore=shutil.ignore_patterns('__pycache__'))
-    shutil.copytree(ROOT/'nbs', tmp/'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints'))
-    shutil.copytree(ROOT/'docs', tmp/'docs', ignore=shutil.ignore_patterns('_build', '_site', 'jupyter_execute'))
-    shutil.copy(ROOT/'settings.ini', tmp)
-    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp/'results'/'tiny'/d)
-    assert make_runs_current(tmp/'results'/'tiny', tmp/'nbs', tmp/'compatrepro')   # the committed runs may all be pending
-    return tmp
+def _scratch(tmp: Path) -> Path: return scratch_repo(tmp)
 
 
 def _cli(root: Path, *args) -> subprocess.CompletedProcess:

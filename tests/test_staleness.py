@@ -2,24 +2,17 @@
 evaluation function's result makes `compatrepro status --check` report exactly the runs that reach that function as
 stale, and a comment or docstring edit of it reports nothing. (Training changes are caught by
 tests/test_artifact_fingerprints.py, since the cache would serve the models made before.)"""
-import json, os, re, shutil, subprocess, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _doubles import make_runs_current   # noqa: E402
+from _doubles import scratch_repo   # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT/'results'/'tiny'
 
 
-def _scratch(tmp: Path) -> Path:
-    shutil.copytree(ROOT/'compatrepro', tmp/'compatrepro', ignore=shutil.ignore_patterns('__pycache__'))
-    shutil.copytree(ROOT/'nbs', tmp/'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints'))
-    shutil.copytree(ROOT/'docs', tmp/'docs', ignore=shutil.ignore_patterns('_build', '_site'))
-    shutil.copy(ROOT/'settings.ini', tmp)
-    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp/'results'/'tiny'/d)
-    assert make_runs_current(tmp/'results'/'tiny', tmp/'nbs', tmp/'compatrepro')   # committed runs may be pending a re-run
-    return tmp
+def _scratch(tmp: Path) -> Path: return scratch_repo(tmp)
 
 
 def _stale_runs(root: Path) -> set[tuple[str, int]]:
