@@ -609,8 +609,7 @@ def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
         if p.get('finished') and p.get('duration') is not None: out[int(p['seed'])] = p
     return out
 
-def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], n_jobs: int = 1, cache_root: str|Path|None = None,
-              nbs_dir: str|Path|None = None) -> pd.DataFrame:
+def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None) -> pd.DataFrame:
     """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`: the notebook's own time in its
     last finished run of that seed (else the mean over its other seeds), plus the making of every model and feature set
     that run used and the cache at `cache_root` lacks, each once, charged to the first run that needs it in the order
@@ -618,8 +617,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], n_jobs: int = 1, c
     keys. A run recorded before runs listed their artifacts gives only its own time: `lower_bound` says so. One row per
     run: `minutes`, of which `making`, `lower_bound`, and its `basis`. The estimate is for the machine and threads the
     recorded runs had; `plan_wall` turns it into wall time."""
-    res_dir, nbs_dir = Path(res_dir), find_nbs_dir(nbs_dir)
-    cache = Path(cache_root) if cache_root else ArtifactCache().root
+    res_dir, cache = Path(res_dir), Path(cache_root) if cache_root else ArtifactCache().root
     reg, charged, rows = registered_versions(), set(), []
     for stem, seed in runs:
         last = _last_runs(res_dir, stem)
@@ -723,7 +721,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
     if plan:
-        p = plan_runs(res_dir, [(j.nb.stem, j.params['seed']) for j in todo], n_jobs, nbs_dir=nbs_dir)
+        p = plan_runs(res_dir, [(j.nb.stem, j.params['seed']) for j in todo])
         with pd.option_context('display.width', 200, 'display.max_colwidth', 90, 'display.max_rows', 500):
             print(p.round(1).to_string(index=False) if len(p) else 'Nothing to run.')
         unknown, low = p.notebook[p.minutes.isna()].tolist(), int(p.lower_bound.sum())
