@@ -6,6 +6,12 @@
 #   c. compatrepro rehearse --device cuda on every experiment notebook, at the same time as
 #   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 (all four papers)
 #   (before b: benchmarks/gpu_loader_check.py, why the device path trained to nan on 2026-11-27)
+# The wheels (Python 3.12, x86-64) are those of benchmarks/gpu_wheels.txt; on the development machine, once:
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+#     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl -r benchmarks/gpu_wheels.txt
+# and the device call carries ".whl" (23 MB; jedi, parso and debugpy are left out to stay under the 64 MiB a call).
 # Everything ends by about 560 s after the start; each step writes to $OUT as it goes (at most 8 files come back).
 set -u -o pipefail
 T0=$(date +%s)
