@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from .core import SCALES, STANDIN_SCALES
-from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pending_path, pending_runs, pending_text,
+from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pending_notebooks, pending_path, pending_runs,
+                              pending_text,
                               premise_text, reproduce, run_hours_text, status_table)
 
 # %% auto #0
@@ -83,7 +84,7 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
     items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
     claims = item_claims(Path(results)/'tiny', _verdicts_file(nbs))
-    waiting = {n for n, _ in pending_runs(Path(results)/'tiny')}
+    waiting = pending_notebooks(Path(results)/'tiny')
     rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | reproduced | partly | differs | runs, no finding yet | not yet (missing or stale) | reproduced at paper scale |',
             '|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
@@ -197,7 +198,7 @@ def main(argv: list[str]|None = None) -> int:
             return 0
         if a.cmd == 'status':
             print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _verdicts_file(a.nbs)),
-                                {n for n, _ in pending_runs(Path(a.results)/a.scale)}))
+                                pending_notebooks(Path(a.results)/a.scale)))
             if a.scale == 'tiny': print('\n' + premise_text(a.results, a.scale) + '\n' + run_hours_text(a.results, a.scale))
             if not a.check: return 0
             problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)

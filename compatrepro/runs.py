@@ -24,11 +24,11 @@ from .report import claim_margins, claim_refs, claims_table, expected_verdicts, 
 __all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID',
            'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
-           'read_pending', 'write_pending', 'pending_runs', 'head_commit', 'unsettled_runs', 'declare_pending',
-           'settle_pending', 'pending_text', 'norm_item', 'paper_items', 'item_claims', 'claims_state', 'status_table',
-           'check_results', 'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'run_hours',
-           'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall',
-           'runs_to_do', 'reproduce']
+           'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'head_commit', 'unsettled_runs',
+           'declare_pending', 'settle_pending', 'pending_text', 'norm_item', 'paper_items', 'item_claims',
+           'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria', 'premise_table',
+           'premise_text', 'own_seconds', 'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads',
+           'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -289,6 +289,10 @@ def pending_runs(res_dir: str|Path) -> dict[tuple[str, int], tuple[str, str]]:
     "(notebook, seed) -> (reason, commit) of every run the ledger of `res_dir` lists."
     return {(r.notebook, s): (r.reason, r.commit) for r in read_pending(res_dir).itertuples() for s in r.seeds}
 
+def pending_notebooks(res_dir: str|Path) -> set[str]:
+    "The notebooks with runs in the ledger of `res_dir`: their claims are judged once those runs are current again."
+    return {n for n, _ in pending_runs(res_dir)}
+
 def head_commit(root: str|Path) -> str:
     "The short hash of the commit at `HEAD` of the repository at `root`."
     r = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True)
@@ -516,6 +520,10 @@ def premise_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
 # %% ../nbs/14_runs.ipynb #a7c1e0p5
 ALL_PAPERS = 'all four papers'
 
+def own_seconds(prov: dict) -> float:
+    "A finished run's own seconds, from its provenance `prov`: its duration less the making of the artifacts it made."
+    return prov['duration'] - sum((prov.get('made') or {}).values())
+
 def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFrame:
     """What each seed cost, from the finished runs' provenance under `results/scale`: one row per paper (and
     `ALL_PAPERS`) and seed, with the hours of its notebooks, the hours of making the artifacts its runs used (each once),
@@ -525,8 +533,7 @@ def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFram
     for f in sorted((Path(results)/scale/'runs').glob('*.seed*.json')):
         p = json.loads(f.read_text())
         if p.get('finished') and p.get('duration') is not None:
-            own = p['duration'] - sum((p.get('made') or {}).values())   # the artifacts it made are counted below
-            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own, p.get('artifacts')))
+            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own_seconds(p), p.get('artifacts')))
     rows = []
     for paper in list(dict.fromkeys(r[0] for r in runs)) + [ALL_PAPERS]:
         for seed in sorted({r[1] for r in runs}):
@@ -625,7 +632,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
             rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False, basis='never ran: unknown')); continue
         p = last.get(seed)
         ps = [p] if p else list(last.values())
-        own = np.mean([q['duration'] - sum((q.get('made') or {}).values()) for q in ps])
+        own = np.mean([own_seconds(q) for q in ps])
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
         making = 0.
         for a, secs in (ps[0].get('artifacts') or {}).items():

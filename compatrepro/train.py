@@ -509,7 +509,6 @@ def loader_choice(device, loader: str|None = None) -> str:
     nan in its first epoch (docs/benchmarks.md), so it is not chosen until a GPU has trained through it."""
     loader = (loader or os.environ.get('COMPATREPRO_LOADER') or 'auto').lower()
     if loader not in LOADERS: raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
-    device = torch.device(device)
     return 'cpu' if loader == 'auto' else loader
 
 def device_loader_applies(ds) -> bool:
@@ -574,8 +573,8 @@ def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0), ratio
 
 def _device_normalise(x: torch.Tensor, mean, std) -> torch.Tensor:
     "uint8-valued floats [B, 3, H, W] -> `ToTensor` then `Normalize(mean, std)`, in place."
-    m = torch.tensor(mean, device=x.device).view(1, -1, 1, 1); s = torch.tensor(std, device=x.device).view(1, -1, 1, 1)
-    return x.div_(255).sub_(m).div_(s)
+    from torchvision.transforms.v2 import functional as TF2
+    return TF2.normalize(x.div_(255), list(mean), list(std), inplace=True)
 
 def device_train_transform(images: list, size: int, generator: torch.Generator|None = None, scale=(0.08, 1.0),
                            ratio=(3/4, 4/3), mean=IMAGENET_MEAN, std=IMAGENET_STD) -> torch.Tensor:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from compatrepro.core import PAPER_DECADES, ExperimentParams, paper_of_notebook
-from compatrepro.runs import pending_runs
+from compatrepro.runs import pending_notebooks
 from compatrepro.report import (DIFFERING_VERDICTS_COLUMNS, EXPECTED_VERDICTS_COLUMNS, RecordBook, above, claims_problems, claims_table, diff,
                                 expected_verdicts, load_claims)
 
@@ -25,15 +25,9 @@ NO_WRITTEN_VERDICT = pd.DataFrame(columns=EXPECTED_VERDICTS_COLUMNS)   # every c
 NO_DIFFERING = pd.DataFrame(columns=DIFFERING_VERDICTS_COLUMNS)          # no disagreement explained
 
 
-def _pending_notebooks(res: Path) -> set[str]:
-    """The notebooks with runs in the re-run ledger of `res` (`14_runs`): their claims are judged once those runs are
-    current again (`compatrepro status --check` refuses a ledger row for a current run, so none is left out for long)."""
-    return {n for n, _ in pending_runs(res)}
-
-
 def _claims_and_records(res: Path, paper: str):
     "`paper`'s claims and records under `res`, less those of notebooks whose re-runs are pending."
-    pending = _pending_notebooks(res)
+    pending = pending_notebooks(res)
     claims = [c for f in sorted((res/'claims').glob('*.json')) if paper_of_notebook(f.stem + '.ipynb') == paper
               and f.stem not in pending for c in load_claims(f)]
     recs = pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in sorted((res/'records').glob('*.csv'))],
@@ -55,7 +49,7 @@ def test_committed_verdicts_are_the_expected_ones(paper):
     claims, _ = _claims_and_records(RESULTS, paper)
     if not claims:      # every notebook of the paper that declares claims has its re-runs pending
         mine = {f.stem for f in (RESULTS/'claims').glob('*.json') if paper_of_notebook(f.stem + '.ipynb') == paper}
-        assert mine and mine <= _pending_notebooks(RESULTS), f'no claims of {paper} are committed under {RESULTS}/claims: run its notebooks'
+        assert mine and mine <= pending_notebooks(RESULTS), f'no claims of {paper} are committed under {RESULTS}/claims: run its notebooks'
         return
     bad = _problems(RESULTS, paper)
     assert not bad, ('claims that do not reach their expected verdict without a measured reason, reasons for a verdict '
@@ -68,7 +62,7 @@ def test_committed_verdicts_are_the_expected_ones(paper):
 def test_committed_expected_verdicts_name_declared_claims():
     "Every row of docs/expected_verdicts.csv names a claim that its notebook declared in the committed results."
     declared = {(c['notebook'], c['text']) for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
-    pending = _pending_notebooks(RESULTS)     # their claims may have changed with the notebook: judged once re-run
+    pending = pending_notebooks(RESULTS)     # their claims may have changed with the notebook: judged once re-run
     unknown = [(r.notebook, r.claim) for r in expected_verdicts(VERDICTS).itertuples()
                if (r.notebook, r.claim) not in declared and r.notebook not in pending]
     assert not unknown, f'rows of {VERDICTS.relative_to(ROOT)} that name no declared claim (renamed? removed?): {unknown}'
@@ -86,7 +80,7 @@ def _git(*args) -> str:
 def test_expected_verdicts_were_declared_before_the_runs_they_judge():
     """Each row's `declared` is a commit of this repository's history, made before every committed run of its notebook
     started: an expectation written after seeing the numbers it judges is not evidence of anything."""
-    late, pending = [], _pending_notebooks(RESULTS)
+    late, pending = [], pending_notebooks(RESULTS)
     for r in expected_verdicts(VERDICTS).itertuples():
         if r.notebook in pending: continue      # the runs that will judge it are still to come
         when = re.fullmatch('[0-9a-f]{7,40}', r.declared) and _git('show', '-s', '--format=%cI', f'{r.declared}^{{commit}}')

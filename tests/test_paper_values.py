@@ -24,12 +24,12 @@ VALUES = pd.read_csv(ROOT/'docs'/'paper_values.csv', keep_default_na=False)
 def test_every_paper_value_is_read_by_a_notebook():
     """Every row is in a committed record, unless its item is one that runs pending a re-run produce (their notebooks
     may read rows their stale records predate: the test holds them to it once they are current)."""
-    from compatrepro.runs import norm_item, pending_runs
+    from compatrepro.runs import norm_item, pending_notebooks
     tiny = ROOT/'results'/'tiny'
     recs = pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in (tiny/'records').glob('*.csv')],
                      ignore_index=True)
     have = set(zip(recs.paper, recs['item'], recs.method, recs.metric))
-    waiting = recs[recs.notebook.isin({n for n, _ in pending_runs(tiny)})]
+    waiting = recs[recs.notebook.isin(pending_notebooks(tiny))]
     awaited = set(zip(waiting.paper, waiting['item'].map(norm_item)))
     unread = [r for r in VALUES.itertuples() if (r.paper, r.item, r.method, r.metric) not in have
               and (r.paper, norm_item(r.item)) not in awaited]
