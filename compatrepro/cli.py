@@ -40,32 +40,32 @@ def _parse_value(v: str):
         except ValueError: pass
     return {'None': None, 'True': True, 'False': False}.get(v, v)
 
-def _claims_held(claims: pd.DataFrame, kind: str = 'finding') -> tuple[int, int]:
-    """(holding, declared) over the distinct claims of `kind` in `claims` (`item_claims` lists a claim once per item it
-    names): findings, or checks."""
-    c = claims[claims.kind == kind].drop_duplicates(['notebook', 'claim'])
-    return int((c.verdict == 'holds').sum()), len(c)
+def _claims_held(claims: pd.DataFrame, kind: str = 'finding') -> tuple[int, int, int]:
+    """(holding, declared, missing) over the distinct claims of `kind` in `claims` (`item_claims` lists a claim once per
+    item it names): findings, or checks; missing: no run has recorded their numbers yet."""
+    c = claims[claims.kind == kind].drop_duplicates(['notebook', 'key'])
+    return int((c.verdict == 'holds').sum()), len(c), int((c.verdict == 'missing').sum())
 
-def _held_text(claims: pd.DataFrame, pending: set = frozenset()) -> str:
-    """'h of n findings hold', and the checks apart ('; checks h/n') where there are any, over the claims of notebooks
-    not in `pending` (those with runs pending a re-run: their verdicts are not yet evidence), which are counted apart."""
-    waiting = claims.notebook.isin(pending)
-    (h, n), (ch, cn) = _claims_held(claims[~waiting]), _claims_held(claims[~waiting], 'check')
-    later = claims[waiting & (claims.kind == 'finding')].drop_duplicates(['notebook', 'claim'])
-    return f'{h} of {n}' + (f'; checks {ch}/{cn}' if cn else '') + (f' ({len(later)} more findings on runs pending a re-run)' if len(later) else '')
+def _held_text(claims: pd.DataFrame, pending: set = frozenset(), kind: str = 'finding') -> str:
+    """'h of n hold' over the claims of `kind` (findings, or checks), with how many are missing and how many rest on
+    notebooks in `pending` (runs pending a re-run: their verdicts are those of the committed, stale records)."""
+    h, n, m = _claims_held(claims, kind)
+    p = len(claims[(claims.kind == kind) & claims.notebook.isin(pending)].drop_duplicates(['notebook', 'key']))
+    notes = ([f'{m} missing'] if m else []) + ([f'{"all" if p == n else p} on runs pending a re-run'] if p else [])
+    return f'{h} of {n}' + (f' ({", ".join(notes)})' if notes else '')
 
-def _verdicts_file(nbs) -> Path:
-    "The expected verdicts of the repository whose notebooks are `nbs`."
-    return find_nbs_dir(nbs).parent/'docs'/'expected_verdicts.csv'
+def _claims_file(nbs) -> Path:
+    "The claims data file of the repository whose notebooks are `nbs`."
+    return find_nbs_dir(nbs).parent/'docs'/'claims.csv'
 
 def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None, pending: set = frozenset()) -> str:
-    """The status table as text, one block per paper: the items by state, the findings that hold (the checks apart; those
-    of the notebooks in `pending` counted apart), why the others do not."""
+    """The status table as text, one block per paper: the items by state, the findings that hold and the checks that pass
+    (those on notebooks in `pending` counted), why the others do not."""
     out = []
     for paper, g in t.groupby('paper', sort=False):
         n = g[g.status != 'illustration'].status.value_counts()
         mine = None if claims is None else claims[claims.paper == paper]
-        held = '' if mine is None else f'; findings that hold: {_held_text(mine, pending)}'
+        held = '' if mine is None else f'; findings that hold: {_held_text(mine, pending)}; checks that pass: {_held_text(mine, pending, "check")}'
         out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
         for r in g.itertuples():
             held_r = (f'{r.holding} of {r.claims} findings hold' if r.claims else 'no finding declared on it') + \
@@ -80,19 +80,20 @@ def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None,
 README_START, README_END = '<!-- compatrepro status: start -->', '<!-- compatrepro status: end -->'
 
 def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) -> str:
-    """Papers x result items as a markdown table: the paper's findings that hold at tiny scale (the checks apart), the
+    """Papers x result items as a markdown table: the paper's findings that hold and its checks that pass at tiny scale, the
     items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
-    claims = item_claims(Path(results)/'tiny', _verdicts_file(nbs))
+    claims = item_claims(Path(results)/'tiny', _claims_file(nbs))
     waiting = pending_notebooks(Path(results)/'tiny')
-    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | reproduced | partly | differs | runs, no finding yet | not yet (missing or stale) | reproduced at paper scale |',
-            '|---|---|---|---|---|---|---|---|']
+    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | checks that pass | reproduced | partly | differs | runs, no finding yet | not yet (missing or stale) | reproduced at paper scale |',
+            '|---|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
         g = g[g.status != 'illustration']
         items = [i for _, i in g.index if not g.loc[(paper, i), 'caption'].startswith('not a numbered item')]
         by = lambda *states: ', '.join(i for i in items if g.loc[(paper, i), 'status'] in states) or '—'
         paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
-        rows.append(f"| {paper} | {_held_text(claims[claims.paper == paper], waiting)} | {by('reproduced')} | {by('partly')} | "
+        mine = claims[claims.paper == paper]
+        rows.append(f"| {paper} | {_held_text(mine, waiting)} | {_held_text(mine, waiting, 'check')} | {by('reproduced')} | {by('partly')} | "
                     f"{by('differs')} | {by('runs')} | {by('missing', 'stale')} | {paper_done} |")
     pending = pending_text(Path(results)/'tiny')
     ledger = ('\n\n**Re-runs pending** (`results/tiny/pending.csv`, run by `compatrepro reproduce --pending`): their items are '
@@ -197,7 +198,7 @@ def main(argv: list[str]|None = None) -> int:
             else: print(status_markdown(a.results, a.nbs))
             return 0
         if a.cmd == 'status':
-            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _verdicts_file(a.nbs)),
+            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _claims_file(a.nbs)),
                                 pending_notebooks(Path(a.results)/a.scale)))
             if a.scale == 'tiny': print('\n' + premise_text(a.results, a.scale) + '\n' + run_hours_text(a.results, a.scale))
             if not a.check: return 0

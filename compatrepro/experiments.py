@@ -18,7 +18,8 @@ from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat,
 from .pipeline import get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics, roxford_relevance
 from .backfill import backfill_curve, step_curve, plot_backfill_curves
-from .report import RecordBook, claims_table, claim_margins, diff, least, linear
+from .report import (DIFFERING_VERDICTS_COLUMNS, ClaimSet, RecordBook, above, claims_table, claim_margins, diff,
+                                find_notebook, least, linear, repo_root)
 
 # %% auto #0
 __all__ = ['BASELINES', 'UPGRADE_MARGIN', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
@@ -255,51 +256,56 @@ def best_of(item: str, best: str, others, metric: str) -> list:
 
 UPGRADE_MARGIN = 10.   # points a stand-in's new model must gain over the old one on its own (top-1; rank-1 for faces)
 
-def upgrade_check(book, where: str, pair: str, new: tuple, old: tuple, metric: str = 'top-1') -> dict:
-    """The check that a stand-in's new model is a real upgrade: its self-test `new` (a record `(item, method, metric)`,
-    named `pair` in the text) at least `UPGRADE_MARGIN` points of `metric` above old/old's record `old`; `where` names
-    the models (the experiment and what changes)."""
-    return book.claim(f"Upgrade check ({where}): {pair} is at least {UPGRADE_MARGIN:g} points of {metric} above old / old "
-                      "(the stand-in's new model must be an upgrade)", linear({tuple(new): 1., tuple(old): -1.}, -UPGRADE_MARGIN), kind='check')
-
-def _declare(book, claims: dict) -> list[dict]:
-    "Declare every claim of `claims`: `{key: (text, margin)}` or `{key: (text, margin, {keyword: value} of book.claim)}`."
-    out = []
-    for k, v in claims.items():
-        if len(v) not in (2, 3): raise ValueError(f"claim {k!r}: give (text, margin) or (text, margin, options), not {len(v)} values")
-        out.append(book.claim(v[0], v[1], **(v[2] if len(v) == 3 else {})))
-    return out
+def upgrade_check(C: ClaimSet, key: str, new: tuple, old: tuple) -> dict:
+    """The check that a stand-in's new model is a real upgrade: its self-test `new` (a record `(item, method, metric)`)
+    at least `UPGRADE_MARGIN` points above old/old's record `old`, declared as `key` of `C`'s current notebook (its row
+    in `docs/claims.csv` is a 'check' and names the models)."""
+    return C.claim(key, linear({tuple(new): 1., tuple(old): -1.}, -UPGRADE_MARGIN))
 
 # %% ../nbs/13_experiments.ipynb #10212288
-def claims_overview(book, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(claims table indexed by claim, records) of `book`'s paper over every recorded seed, with the expected verdicts
-    of `docs/expected_verdicts.csv`; each claim's margin on `seed` is recorded under 'Claims'."""
-    claims, R = book.read_claims()
-    if not claims: raise ValueError(f"no {book.paper} notebook has declared a claim at {book.params.scale} scale yet: run its "
-                                    "experiment notebooks first (compatrepro reproduce runs this notebook after them)")
-    n_checks = sum(c['kind'] == 'check' for c in claims)
-    print(f'{len(claims) - n_checks} findings and {n_checks} checks declared by {R.notebook.nunique()} {book.paper} notebooks; '
-          f'records of seeds {sorted(R.seed.unique().tolist())}')
-    for c in claims:
-        m = claim_margins(c, R).get(seed)
-        if m is not None: book.add('Claims', c['text'], 'margin', m, dataset=f"records of {c['notebook']}")
+def claims_overview(book, seed: int, C: ClaimSet) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(claims table indexed by key, records) of the claims `C` of `book`'s paper, judged on the records of its
+    notebooks over every recorded seed with the rows of `docs/claims.csv` (and `docs/differing_verdicts.csv`) of the
+    repository the notebook is in; `C` is saved under `claims/` (a notebook of
+    the paper that no longer declares any claim loses its file), and each claim's margin on `seed` recorded under 'Claims'."""
+    if not C.claims: raise ValueError(f"declare {book.paper}'s claims first: C = ClaimSet(); C.of('<notebook>').claim(key, margin)")
+    others = sorted({c['notebook'] for c in C.claims if paper_of_notebook(c['notebook'] + '.ipynb') != book.paper})
+    if others: raise ValueError(f"{book.notebook} judges {book.paper}'s claims, not those of {others}")
+    R = book.read_others(book.paper)
+    R = R[R.paper == book.paper]
+    mine = {c['notebook'] for c in C.claims}
+    for f in (book.dir/'claims').glob('*.json'):
+        if f.stem not in mine and f.stem != book.notebook and paper_of_notebook(f.stem + '.ipynb') == book.paper: f.unlink()
+    C.save(book.dir/'claims')
+    src = find_notebook(book.notebook)   # the claims data file of the repository whose notebook this is
+    docs = src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs'/'claims.csv').exists() else repo_root()/'docs'
+    dv = docs/'differing_verdicts.csv'
+    t = claims_table(C.claims, R, declared=docs/'claims.csv',
+                     differing=dv if dv.exists() else pd.DataFrame(columns=DIFFERING_VERDICTS_COLUMNS))
+    n = t.groupby('kind').size()
+    print(f"{n.get('finding', 0)} findings and {n.get('check', 0)} checks of {book.paper} on the records of {len(mine)} notebooks "
+          f"(seeds {sorted(R.seed.unique().tolist())}); {int((t.verdict == 'missing').sum())} without records yet")
+    for c in C.claims:
+        m = claim_margins(c, R, skip_incomplete=True).get(seed)
+        if m is not None: book.add('Claims', c['key'], 'margin', m, dataset=f"records of {c['notebook']}")
     pd.set_option('display.max_colwidth', 120)
-    return claims_table(claims, R).set_index('claim'), R
+    return t.set_index('key'), R
 
-VERDICT_MARKS = {'holds': '✅ holds', 'fails': '❌ fails', 'within noise': '〰️ within noise', 'too few seeds': '… too few seeds'}
+VERDICT_MARKS = {'holds': '✅ holds', 'fails': '❌ fails', 'within noise': '〰️ within noise', 'too few seeds': '… too few seeds',
+                 'missing': '⏳ missing (no run has recorded its numbers yet)'}
 
 def _claim_lines(r) -> list[str]:
-    "A claim of a claims table as markdown: its verdict marked, margin, seeds; flags; the reason written for it."
+    "A claim of a claims table as markdown: its verdict marked, margin, seeds, key; flags; the reason written for it."
     text = r.claim.split(':', 1)[1].strip() if ':' in r.claim else r.claim
-    flags = ([f'**not the expected verdict ({r.written})**'] if not r.agrees and not r.explained else []) + \
+    flags = ([f'**not the expected verdict ({r.expect})**'] if not r.agrees and not r.explained and r.verdict != 'missing' else []) + \
             (['**constant: the same margin on every seed, so the numbers it rests on do not move**'] if r.constant else [])
-    out = [f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds)'
+    out = [f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds; `{r.key}`)'
            + ''.join(f' — {f}' for f in flags)]
-    if r.reason: out.append(f'  - *why the stand-in is expected to {"fail" if r.written == "fails" else "be within noise"}:* '
+    if r.reason: out.append(f'  - *why the stand-in is expected to {"fail" if r.expect == "fails" else "be within noise" if r.expect == "within noise" else "hold"}:* '
                             f'{r.reason} (declared {r.declared})')
     if r.explained:
         out.append(f'  - *why the stand-in gives "{r.verdict}" (measured after the run that found it):* {r.why_differs}')
-    elif not r.reason and r.verdict != 'holds': out.append('  - *no reason written: the paper\'s verdict was expected*')
+    elif not r.reason and r.verdict not in ('holds', 'missing'): out.append('  - *no reason written: the paper\'s verdict was expected*')
     return out
 
 def claims_markdown(table: pd.DataFrame) -> str:
@@ -311,7 +317,9 @@ def claims_markdown(table: pd.DataFrame) -> str:
     out = []
     for nb, g in t.groupby('notebook', sort=False):
         f, c = g[g.kind == 'finding'], g[g.kind == 'check']
+        missing = int((f.verdict == 'missing').sum())
         out.append(f'### `{nb}`: {int((f.verdict == "holds").sum())} of {len(f)} findings hold'
+                   + (f' ({missing} without records yet)' if missing else '')
                    + (f'; checks {int((c.verdict == "holds").sum())}/{len(c)}' if len(c) else '') + '\n')
         items = f.claim.str.split(':', n=1).str[0].where(f.claim.str.contains(':'), 'other')
         for item, h in f.groupby(items, sort=False):

@@ -21,9 +21,10 @@ from .report import least, linear
 
 # %% auto #0
 __all__ = ['RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_FRACTIONS', 'RACT_TABLE_FRACTIONS', 'RACT_METHODS',
-           'ract_test_name', 'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve',
-           'ract_old_point', 'ract_random_curves', 'record_ract_curve', 'plot_ract_curves', 'within_share',
-           'ract_table']
+           'RACT_HOT_REFRESH_FIGURES', 'RACT_UNCERTAINTY_FIGURES', 'RACT_TABLE2_ALLOCATIONS', 'RACT_TABLE2_TESTS',
+           'RACT_TABLE_COLUMNS', 'RACT_SEQUENTIAL_SHARES', 'RACT_RELATED_ROWS', 'ract_test_name', 'ract_pretrained',
+           'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point', 'ract_random_curves',
+           'record_ract_curve', 'plot_ract_curves', 'within_share', 'ract_table']
 
 # %% ../nbs/17_ract.ipynb #4b58788d
 RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
@@ -128,14 +129,14 @@ def ract_random_curves(specs: dict, test: str, params: ExperimentParams, rows, f
 
 def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
     """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
-    the uncertainty orders are compared by, and `mean NFR@1`), its largest drop between consecutive points and its
+    the uncertainty orders are compared by, and `mean NFR@1`), its largest drop between consecutive points (negative where it rises at every step) and its
     regression: the drop from its 0 % point to its lowest point (`drop to the lowest <metric>`, 0 when it never falls
     below its start)."""
     add = lambda k, v: book.add(item, method, k, float(v), dataset=dataset)
     for t, row in curve.iterrows():
         add(f'{metric} at {_pct(t)}', row[metric]); add(f'NFR@1 at {_pct(t)}', row['NFR@1'])
     v = curve[metric].to_numpy()
-    add(f'largest drop of {metric}', np.max(-np.diff(v), initial=0.))
+    add(f'largest drop of {metric}', np.max(-np.diff(v)))   # < 0 where it only rises: the margin still moves
     add(f'drop to the lowest {metric}', v[0] - v.min())
     add(f'mean {metric}', v.mean()); add('mean NFR@1', curve['NFR@1'].mean())
 
@@ -173,3 +174,14 @@ def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None
         if old_value is not None: book.add(item, name, 'old', old_value, dataset=dataset)
         for t in fractions: book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
     return book.table(item, metrics=(['old'] if old_value is not None else []) + [_pct(t) for t in fractions])
+
+# %% ../nbs/17_ract.ipynb #afad7e54
+RACT_HOT_REFRESH_FIGURES = {('R101', 'GLDv2-test'): 'Figure 3', ('R101', 'ROxford'): 'Figure 4', ('R101', 'RParis'): 'Figure 5',
+                            ('R50', 'GLDv2-test'): 'Figure 8', ('R50', 'ROxford'): 'Figure 9', ('R50', 'RParis'): 'Figure 10'}
+RACT_UNCERTAINTY_FIGURES = {('R101', 'ROxford'): 'Figure 6', ('R50', 'ROxford'): 'Figure 11', ('R101', 'GLDv2-test'): 'Figure 12',
+                            ('R101', 'RParis'): 'Figure 12'}
+RACT_TABLE2_ALLOCATIONS = {'expansion': 'Expansion', 'open-data': 'Open-data', 'open-class': 'Open-class'}   # Table 2's columns:
+RACT_TABLE2_TESTS = {'GLDv2-test': 'GLDv2', 'ROxford': 'ROxford', 'RParis': 'RParis'}                          # '<allocation> <test>'
+RACT_TABLE_COLUMNS = tuple(_pct(t) for t in RACT_TABLE_FRACTIONS)     # '0%', '20%', ..., '100%'
+RACT_SEQUENTIAL_SHARES = (30, 60, 80, 100)                            # sec. 5.4: % of the training data, old model to 3rd generation
+RACT_RELATED_ROWS = ('vanilla', 'ours', 'BCT', 'FD', 'BCT + ours')    # Figures 16 and 17

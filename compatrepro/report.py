@@ -16,15 +16,15 @@ from .core import (RECORD_COLUMNS, atomic_path, atomic_write_text, current_conte
                               read_records, write_records)
 
 # %% auto #0
-__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS',
-           'EXPECTED_VERDICTS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'SAVE_EVERY_S',
-           'aggregate_records', 'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table',
-           'table_caption', 'summary_markdown', 'write_summary', 'file_digest', 'find_notebook', 'cpu_model',
-           'machine_info', 'code_digest', 'names_used', 'Definition', 'module_definitions', 'library_definitions',
-           'name_digest', 'code_closure', 'notebook_code', 'notebook_code_hash', 'run_dependencies', 'library_changes',
-           'linear', 'diff', 'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'load_claims',
-           'claim_refs', 'claim_margins', 'claim_band', 'claim_verdict', 'expected_verdicts', 'differing_verdicts',
-           'claims_table', 'claims_problems', 'save_open_books', 'RecordBook']
+__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS', 'CLAIMS_COLUMNS',
+           'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'SAVE_EVERY_S', 'aggregate_records', 'repo_root',
+           'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table', 'table_caption', 'summary_markdown',
+           'write_summary', 'file_digest', 'find_notebook', 'cpu_model', 'machine_info', 'code_digest', 'names_used',
+           'Definition', 'module_definitions', 'library_definitions', 'name_digest', 'code_closure', 'notebook_code',
+           'notebook_code_hash', 'run_dependencies', 'library_changes', 'linear', 'diff', 'above', 'below', 'least',
+           'near', 'close_to', 'order', 'make_claim', 'ClaimSet', 'load_claims', 'claim_refs', 'claim_margins',
+           'claim_band', 'claim_verdict', 'declared_claims', 'differing_verdicts', 'claims_table', 'claims_problems',
+           'save_open_books', 'RecordBook']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -326,25 +326,58 @@ def order(item: str, methods: list, metric: str) -> list:
     return least(*[diff((item, a, metric), (item, b, metric)) for a, b in zip(methods, methods[1:])])
 
 CLAIM_KINDS = ('finding', 'check')
-EXPECTED_VERDICTS_COLUMNS = ['notebook', 'claim', 'expect', 'reason', 'declared']
-DIFFERING_VERDICTS_COLUMNS = ['notebook', 'claim', 'verdict', 'reason']
+CLAIMS_COLUMNS = ['notebook', 'key', 'claim', 'kind', 'expect', 'reason', 'declared']
+DIFFERING_VERDICTS_COLUMNS = ['notebook', 'key', 'verdict', 'reason']
+_CLAIM_KEY = re.compile(r'[A-Za-z0-9][^\s,"]{0,99}')
 
-def make_claim(text: str, margin: list, min_effect: float = 0.5, kind: str = 'finding', rel_effect: float|None = None,
-               notebook: str = '') -> dict:
-    "A claim as data (see above): a `kind='finding'` of the paper or a `kind='check'`; `rel_effect` replaces `min_effect`."
-    if kind not in CLAIM_KINDS: raise ValueError(f"claim {text!r}: kind={kind!r}; use one of {CLAIM_KINDS}")
-    if not margin: raise ValueError(f"claim {text!r} has an empty margin")
+def make_claim(key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None, notebook: str = '') -> dict:
+    """A claim as data (see above): its `key` in `docs/claims.csv` (no spaces or commas), the `notebook` whose records it
+    judges, its `margin`, and its band: `min_effect`, or `rel_effect` instead of it."""
+    if not isinstance(key, str) or not _CLAIM_KEY.fullmatch(key):
+        raise ValueError(f"claim key {key!r}: write a short key without spaces, commas or quotes, e.g. 'table1-order/top1~'")
+    if not margin: raise ValueError(f"claim {key!r} has an empty margin")
     if rel_effect is not None and not 0 < rel_effect < 1:
-        raise ValueError(f"claim {text!r}: rel_effect={rel_effect!r} is a fraction of a record's magnitude, in (0, 1)")
-    return dict(text=text, margin=margin, min_effect=float(min_effect), kind=kind,
-                rel_effect=None if rel_effect is None else float(rel_effect), notebook=notebook)
+        raise ValueError(f"claim {key!r}: rel_effect={rel_effect!r} is a fraction of a record's magnitude, in (0, 1)")
+    return dict(key=key, notebook=notebook, margin=margin, min_effect=float(min_effect),
+                rel_effect=None if rel_effect is None else float(rel_effect))
+
+class ClaimSet:
+    """The claims of one paper, each a margin over the records of the notebook named by `of`, under a key that
+    `docs/claims.csv` words, kinds and gives an expected verdict. A claims notebook (x9) declares them and judges them
+    on the records alone: a claim added or corrected re-runs that notebook, never a model."""
+    def __init__(self): self.claims, self.notebook = [], None
+
+    def of(self, notebook: str) -> 'ClaimSet':
+        "Declare the next claims on the records of `notebook` (an experiment notebook's stem)."
+        paper_of_notebook(notebook + '.ipynb')
+        self.notebook = notebook
+        return self
+
+    def claim(self, key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None) -> dict:
+        "Declare the claim `key` of the current notebook (see `make_claim`); a key declared twice is an error."
+        if self.notebook is None: raise ValueError("name the notebook whose records the claim judges first: C.of('20_fastfill_imagenet')")
+        if any((c['notebook'], c['key']) == (self.notebook, key) for c in self.claims):
+            raise ValueError(f"claim {key!r} of {self.notebook} is declared twice: give each claim its own key")
+        c = make_claim(key, margin, min_effect, rel_effect, self.notebook)
+        self.claims.append(c)
+        return c
+
+    def save(self, claims_dir: str|Path) -> list[Path]:
+        "Write `claims/<notebook>.json` for every notebook of the set (what `status` and the tests read)."
+        out = []
+        for nb in dict.fromkeys(c['notebook'] for c in self.claims):
+            p = Path(claims_dir)/f'{nb}.json'
+            atomic_write_text(p, '[\n' + ',\n'.join(json.dumps(c) for c in self.claims if c['notebook'] == nb) + '\n]\n')
+            out.append(p)
+        return out
 
 def load_claims(path: str|Path) -> list[dict]:
-    """The claims a notebook declared (`claims/<notebook>.json`), as `make_claim` makes them; files written before claims
-    had a kind read as findings, and the verdicts they carried (`expect`, `reason`) are left out: expected verdicts
-    live in `docs/expected_verdicts.csv`."""
-    return [make_claim(c['text'], c['margin'], c.get('min_effect', 0.5), c.get('kind', 'finding'), c.get('rel_effect'),
-                       c.get('notebook', '')) for c in json.loads(Path(path).read_text())]
+    "The claims of one notebook as a claims notebook saved them (`claims/<notebook>.json`)."
+    raw = json.loads(Path(path).read_text())
+    if any('key' not in c for c in raw):
+        raise ValueError(f"{path} was written before claims had keys: re-run its paper's claims notebook "
+                         f"(compatrepro reproduce --only '^{Path(path).stem[0]}9_')")
+    return [make_claim(c['key'], c['margin'], c.get('min_effect', 0.5), c.get('rel_effect'), c['notebook']) for c in raw]
 
 def claim_refs(claim: dict) -> list[tuple]:
     "The records `(item, method, metric)` a claim names."
@@ -359,7 +392,7 @@ def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = Fa
 
 def _record_value(claim, v, seed, ref) -> float:
     if (seed, *ref) not in v.index:
-        raise KeyError(f"claim {claim['text']!r}: seed {seed} has no record {tuple(ref)!r} of {claim['notebook'] or 'its notebook'}")
+        raise KeyError(f"claim {claim['key']!r}: seed {seed} has no record {tuple(ref)!r} of {claim['notebook'] or 'its notebook'}")
     return float(v.loc[(seed, *ref)])
 
 def claim_margins(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> dict:
@@ -380,37 +413,42 @@ def claim_band(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False
 def claim_verdict(margins: dict, min_effect: float) -> tuple[str, float, float]:
     "(verdict, mean, sd) of a claim's margins over the seeds, `min_effect` its band (see the noise rule above)."
     m = np.array(list(margins.values()), dtype=float)
-    if len(m) < 2: return 'too few seeds', (float(m.mean()) if len(m) else np.nan), np.nan
+    if len(m) == 0: return 'missing', np.nan, np.nan
+    if len(m) < 2: return 'too few seeds', float(m.mean()), np.nan
     mean, sd = float(m.mean()), float(m.std(ddof=1))
     tol = max(sd, min_effect)
     return ('holds' if mean > tol else 'fails' if mean < -tol else 'within noise'), mean, sd
 
-def expected_verdicts(path: str|Path|None = None) -> pd.DataFrame:
-    """The expected verdicts other than 'holds' (`docs/expected_verdicts.csv` of the repository unless `path` is given),
-    checked: every row names a notebook and a claim once, expects 'fails' or 'within noise', says why and by which
-    commit (`declared`). Read when claims are tabled, never as an input of a run."""
-    path = Path(path) if path else repo_root()/'docs'/'expected_verdicts.csv'
+def _notebook_problem(where: str, notebook: str) -> list[str]:
+    if not notebook.strip() or Path(notebook).suffix:
+        return [f"{where}: notebook must be an experiment notebook's stem, e.g. 20_fastfill_imagenet"]
+    try: paper_of_notebook(notebook + '.ipynb')
+    except ValueError as e: return [f"{where}: {e}"]
+    return []
+
+def declared_claims(path: str|Path|None = None) -> pd.DataFrame:
+    """Every claim declared (`docs/claims.csv` of the repository unless `path` is given), checked: a row names an
+    experiment notebook and a key once, words the claim (the paper's words and where they are), says whether it is a
+    'finding' or a 'check', expects a verdict ('holds', the paper's, or another with its reason) and names the commit
+    that declared it. Read when claims are tabled, never as an input of a run: editing a row makes no run stale."""
+    path = Path(path) if path else repo_root()/'docs'/'claims.csv'
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if list(df.columns) != EXPECTED_VERDICTS_COLUMNS:
-        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be {','.join(EXPECTED_VERDICTS_COLUMNS)}")
+    if list(df.columns) != CLAIMS_COLUMNS:
+        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be {','.join(CLAIMS_COLUMNS)}")
     problems = []
     for i, r in enumerate(df.itertuples(), start=2):   # line 1 is the header
-        where = f"{path.name} line {i} ({r.notebook}, {r.claim!r})"
-        if not r.notebook.strip() or Path(r.notebook).suffix:
-            problems.append(f"{where}: notebook must be an experiment notebook's stem, e.g. 20_fastfill_imagenet")
-        else:
-            try: paper_of_notebook(r.notebook + '.ipynb')
-            except ValueError as e: problems.append(f"{where}: {e}")
-        if not r.claim.strip(): problems.append(f"{where}: the claim is empty; copy the claim's exact text from its notebook")
-        if r.expect not in VERDICTS[1:]:
-            problems.append(f"{where}: expect={r.expect!r}; write one of {VERDICTS[1:]}"
-                            + (" ('holds' is the default: delete the row)" if r.expect == 'holds' else ''))
-        if not r.reason.strip():
-            problems.append(f"{where}: no reason; say why the stand-in cannot show the paper's claim, without its results")
+        where = f"{path.name} line {i} ({r.notebook}, {r.key!r})"
+        problems += _notebook_problem(where, r.notebook)
+        if not _CLAIM_KEY.fullmatch(r.key): problems.append(f"{where}: the key must be short, without spaces, commas or quotes")
+        if not r.claim.strip(): problems.append(f"{where}: the claim is empty; write the paper's words and where they are")
+        if r.kind not in CLAIM_KINDS: problems.append(f"{where}: kind={r.kind!r}; write one of {CLAIM_KINDS}")
+        if r.expect not in VERDICTS: problems.append(f"{where}: expect={r.expect!r}; write one of {VERDICTS}")
+        elif r.expect != 'holds' and not r.reason.strip():
+            problems.append(f"{where}: expect={r.expect!r} without a reason; say why the stand-in cannot show the paper's claim, without its results")
         if not r.declared.strip():
             problems.append(f"{where}: declared is empty; write 'prerun' (the commit that adds the row fills in its hash)")
-    dup = df.duplicated(['notebook', 'claim'], keep='first')
-    problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.claim[i]!r}) is written twice; keep one row"
+    dup = df.duplicated(['notebook', 'key'], keep='first')
+    problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.key[i]!r}) is declared twice; keep one row"
                  for i in np.flatnonzero(dup)]
     if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
     return df
@@ -418,80 +456,99 @@ def expected_verdicts(path: str|Path|None = None) -> pd.DataFrame:
 def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
     """The verdicts of the stand-in that differ from the expected ones, with their measured reasons, written after the
     run that found them (`docs/differing_verdicts.csv` of the repository unless `path` is given), checked: every row
-    names a notebook and a claim once, the verdict it explains and why."""
+    names a notebook and a claim's key once, the verdict it explains and why."""
     path = Path(path) if path else repo_root()/'docs'/'differing_verdicts.csv'
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     if list(df.columns) != DIFFERING_VERDICTS_COLUMNS:
         raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be {','.join(DIFFERING_VERDICTS_COLUMNS)}")
     problems = []
     for i, r in enumerate(df.itertuples(), start=2):
-        where = f"{path.name} line {i} ({r.notebook}, {r.claim!r})"
-        try: paper_of_notebook(r.notebook + '.ipynb')
-        except ValueError as e: problems.append(f"{where}: {e}")
-        if not r.claim.strip(): problems.append(f"{where}: the claim is empty; copy the claim's exact text from its notebook")
+        where = f"{path.name} line {i} ({r.notebook}, {r.key!r})"
+        problems += _notebook_problem(where, r.notebook)
+        if not r.key.strip(): problems.append(f"{where}: the key is empty; copy the claim's key from docs/claims.csv")
         if r.verdict not in VERDICTS: problems.append(f"{where}: verdict={r.verdict!r}; write the verdict it explains, one of {VERDICTS}")
         if not r.reason.strip(): problems.append(f"{where}: no reason; say why the stand-in gives this verdict, as measured")
-    dup = df.duplicated(['notebook', 'claim'], keep='first')
-    problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.claim[i]!r}) is written twice; keep one row"
+    dup = df.duplicated(['notebook', 'key'], keep='first')
+    problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.key[i]!r}) is written twice; keep one row"
                  for i in np.flatnonzero(dup)]
     if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
     return df
 
-CLAIMS_TABLE_COLUMNS = ['claim', 'notebook', 'kind', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict', 'written',
-                        'agrees', 'constant', 'reason', 'declared', 'differs_as', 'why_differs', 'explained']
+CLAIMS_TABLE_COLUMNS = ['key', 'notebook', 'claim', 'kind', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict', 'expect',
+                        'agrees', 'constant', 'reason', 'declared', 'differs_as', 'why_differs', 'explained', 'lacks']
 
-def claims_table(claims: list[dict], records: pd.DataFrame, verdicts: pd.DataFrame|str|Path|None = None,
+def _papers(notebooks) -> set: return {paper_of_notebook(nb + '.ipynb') for nb in notebooks}
+
+def claims_table(claims: list[dict], records: pd.DataFrame, declared: pd.DataFrame|str|Path|None = None,
                  strict: bool = True, differing: pd.DataFrame|str|Path|None = None) -> pd.DataFrame:
-    """One row per claim: its notebook, kind, margin mean ± sd, seeds where it holds, tolerance, verdict, the verdict
-    written for it (`verdicts`: the rows of `expected_verdicts`, or a path to such a file; default the repository's),
-    whether they agree, whether it is a finding with a `constant` margin, the reason and commit of a written verdict,
-    the verdict a row of `differing` (`differing_verdicts`, default the repository's) explains and its reason, and
-    whether that row `explained` this very verdict.
-    A row of `verdicts` or `differing` for one of the tabled notebooks that names none of its claims is an error, and so
-    is a seed that lacks a record a claim names (unless not `strict`: the seed is left out of that claim, as `status`
-    tables stale runs)."""
-    ev = verdicts if isinstance(verdicts, pd.DataFrame) else expected_verdicts(verdicts)
+    """One row per claim: its key and notebook, its words and kind (`declared`: the rows of `declared_claims`, or a path
+    to such a file; default the repository's), margin mean ± sd over the seeds that have every record it names, seeds
+    where it holds, tolerance, verdict ('missing' where no seed has its records yet), expected verdict, whether they
+    agree, whether it is a finding with a `constant` margin, the reason and commit of its row, the verdict a row of
+    `differing` (`differing_verdicts`, default the repository's) explains and its reason, whether that row `explained`
+    this very verdict, and the records it `lacks` on the seeds without them (a seed run before the notebook recorded
+    them: the claim is judged on the other seeds, and is 'too few seeds' on one).
+    A claim without a row, a row of the tabled claims' papers that no claim has, or a row of `differing` naming no claim,
+    is an error unless not `strict` (`status` tables claims saved before the data file changed: such a claim reads as a
+    finding, expected to hold)."""
+    dc = declared if isinstance(declared, pd.DataFrame) else declared_claims(declared)
     dv = differing if isinstance(differing, pd.DataFrame) else differing_verdicts(differing)
-    notebooks = {c['notebook'] for c in claims}
-    ev, dv = ev[ev.notebook.isin(notebooks)], dv[dv.notebook.isin(notebooks)]
-    declared = {(c['notebook'], c['text']) for c in claims}
-    unknown = [(r.notebook, r.claim) for r in pd.concat([ev, dv]).itertuples() if (r.notebook, r.claim) not in declared]
-    if unknown and strict:
-        raise ValueError("expected or differing verdicts for claims no notebook declares (a claim renamed or removed? match "
-                         "its exact text in docs/expected_verdicts.csv or docs/differing_verdicts.csv, or delete the row):\n"
-                         + '\n'.join(f'  {k}' for k in unknown))
-    written = {(r.notebook, r.claim): r for r in ev.itertuples()}
-    differs = {(r.notebook, r.claim): r for r in dv.itertuples()}
+    papers = _papers({c['notebook'] for c in claims})
+    dc = dc[dc.notebook.map(lambda nb: paper_of_notebook(nb + '.ipynb') in papers)] if len(dc) else dc
+    dv = dv[dv.notebook.map(lambda nb: paper_of_notebook(nb + '.ipynb') in papers)] if len(dv) else dv
+    have = {(c['notebook'], c['key']) for c in claims}
+    rows_of = {(r.notebook, r.key): r for r in dc.itertuples()}
+    differs = {(r.notebook, r.key): r for r in dv.itertuples()}
+    if strict:
+        problems = ([f"  {nb} {k!r}: declared by a claims notebook, but docs/claims.csv has no row for it: add one "
+                     f"({','.join(CLAIMS_COLUMNS)})" for nb, k in sorted(have - set(rows_of))]
+                    + [f"  {nb} {k!r}: a row of docs/claims.csv that no claims notebook declares (a key renamed or "
+                       "removed? declare it, or delete the row)" for nb, k in sorted(set(rows_of) - have)]
+                    + [f"  {nb} {k!r}: a row of docs/differing_verdicts.csv naming no declared claim: delete it"
+                       for nb, k in sorted(set(differs) - have)])
+        if problems: raise ValueError("claims and docs/claims.csv disagree:\n" + '\n'.join(problems))
     rows = []
     for c in claims:
-        mg = claim_margins(c, records, skip_incomplete=not strict)
-        band = claim_band(c, records, skip_incomplete=not strict)
+        k = (c['notebook'], c['key'])
+        seeds_all, v = _claim_values(c, records)
+        mg = claim_margins(c, records, skip_incomplete=True)
+        lacks = sorted({ref for s in seeds_all if s not in mg for ref in claim_refs(c) if (s, *ref) not in v.index})
+        band = claim_band(c, records, skip_incomplete=True)
         verdict, mean, sd = claim_verdict(mg, band)
-        w, x = written.get((c['notebook'], c['text'])), differs.get((c['notebook'], c['text']))
+        w, x = rows_of.get(k), differs.get(k)
         expect = w.expect if w is not None else 'holds'
-        rows.append(dict(claim=c['text'], notebook=c['notebook'], kind=c['kind'], seeds=len(mg),
-                         margin=f'{mean:+.2f}' + ('' if np.isnan(sd) else f' ± {sd:.2f}'),
-                         holds_on=f"{sum(v > 0 for v in mg.values())}/{len(mg)}", tolerance=round(max(band, 0 if np.isnan(sd) else sd), 2),
-                         verdict=verdict, written=expect, agrees=verdict == expect,
-                         constant=bool(c['kind'] == 'finding' and len(mg) >= 2 and sd <= 1e-9*max(1., abs(mean))),
+        kind = w.kind if w is not None else 'finding'
+        rows.append(dict(key=c['key'], notebook=c['notebook'], claim=w.claim if w is not None else f"(no row in docs/claims.csv: {c['key']})",
+                         kind=kind, seeds=len(mg),
+                         margin=('—' if np.isnan(mean) else f'{mean:+.2f}') + ('' if np.isnan(sd) else f' ± {sd:.2f}'),
+                         holds_on=f"{sum(m > 0 for m in mg.values())}/{len(mg)}",
+                         tolerance=np.nan if not mg else round(max(band, 0 if np.isnan(sd) else sd), 2),
+                         verdict=verdict, expect=expect, agrees=verdict == expect,
+                         constant=bool(kind == 'finding' and len(mg) >= 2 and sd <= 1e-9*max(1., abs(mean))),
                          reason=w.reason if w is not None else '', declared=w.declared if w is not None else '',
                          differs_as=x.verdict if x is not None else '', why_differs=x.reason if x is not None else '',
-                         explained=x is not None and x.verdict == verdict))
+                         explained=x is not None and x.verdict == verdict,
+                         lacks=(f"seeds {' '.join(str(x) for x in seeds_all if x not in mg)}: " if mg else '')
+                               + '; '.join(' / '.join(r) for r in lacks)))
     return pd.DataFrame(rows, columns=CLAIMS_TABLE_COLUMNS)
 
-def claims_problems(table: pd.DataFrame) -> list[str]:
+def claims_problems(table: pd.DataFrame, missing_ok=()) -> list[str]:
     """What a claims `table` shows wrong: a verdict other than the expected one that no row of the differing verdicts
     explains (or one explaining another verdict: the verdict moved), a row explaining a disagreement that is gone, a
-    finding whose margin is constant."""
+    finding whose margin is constant, and a claim whose records do not exist, unless its notebook is in `missing_ok`
+    (notebooks whose re-runs are pending: the re-run is to make them)."""
     def unexplained(r):
-        return (f"{r.notebook}: {r.claim!r} {r.verdict} (margin {r.margin}), expected {r.written}"
+        return (f"{r.notebook} {r.key!r}: {r.claim!r} {r.verdict} (margin {r.margin}), expected {r.expect}"
                 + (f", but docs/differing_verdicts.csv explains {r.differs_as!r}: the verdict moved; find out why" if r.differs_as
                    else ": find out why, and write the measured reason in docs/differing_verdicts.csv"))
-    return ([unexplained(r) for r in table.itertuples() if not r.agrees and not r.explained]
-            + [f"{r.notebook}: {r.claim!r} {r.verdict} as expected, but docs/differing_verdicts.csv explains {r.differs_as!r}: "
-               "delete the row" for r in table.itertuples() if r.agrees and r.differs_as]
-            + [f"{r.notebook}: {r.claim!r} is a finding with the same margin {r.margin} on every seed: make it a "
-               "kind='check' if it holds by construction, else test it where the numbers vary" for r in table.itertuples() if r.constant])
+    t = table[table.verdict != 'missing']
+    return ([unexplained(r) for r in t.itertuples() if not r.agrees and not r.explained]
+            + [f"{r.notebook} {r.key!r}: {r.verdict} as expected, but docs/differing_verdicts.csv explains {r.differs_as!r}: "
+               "delete the row" for r in t.itertuples() if r.agrees and r.differs_as]
+            + [f"{r.notebook} {r.key!r}: a finding with the same margin {r.margin} on every seed: make it a "
+               "check in docs/claims.csv if it holds by construction, else test it where the numbers vary" for r in t.itertuples() if r.constant]
+            + [f"{r.notebook} {r.key!r}: no seed has its records ({r.lacks}): the notebook must record them (a typo in a "
+               "reference reads the same)" for r in table[table.verdict == 'missing'].itertuples() if r.notebook not in set(missing_ok)])
 
 # %% ../nbs/12_report.ipynb #6890beef
 SAVE_EVERY_S = 2.   # seconds between two writes of a run's records while its notebook adds numbers
@@ -515,9 +572,9 @@ def _save_books_after_cells():
 atexit.register(save_open_books)
 
 class RecordBook:
-    "Result records, figures, claims and provenance of one experiment notebook run (one seed, one scale)."
+    "Result records, figures and provenance of one experiment notebook run (one seed, one scale)."
     def __init__(self, paper: str, notebook: str, params, dataset: str|None = None):
-        self.paper, self.notebook, self.params, self._records, self.claims = paper, notebook, params, {}, []
+        self.paper, self.notebook, self.params, self._records = paper, notebook, params, {}
         self._saved_at = -np.inf
         _save_books_after_cells()
         self.dataset = dataset   # the evaluation data records name by default (e.g. 'Glyphs stand-in for ImageNet-1k')
@@ -561,22 +618,6 @@ class RecordBook:
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S: self.save()   # rewriting the file at every add is quadratic
         return r
 
-    def claim(self, text: str, margin: list, min_effect: float = 0.5, kind: str = 'finding',
-              rel_effect: float|None = None) -> dict:
-        """Declare a claim of the paper beside the numbers it rests on: `margin` (from `diff`, `order`, `above`,
-        `least`) is positive when it holds on a seed; `min_effect` is the smallest margin that counts, in the metric's
-        units, or `rel_effect` that fraction of the first record the margin names (see the noise rule); `kind` is
-        'finding' (the paper's claim) or 'check' (holds by construction: counted apart). Every number it names must
-        already be recorded in this run. An expected verdict other than 'holds' is a row of `docs/expected_verdicts.csv`."""
-        c = make_claim(text, margin, min_effect, kind, rel_effect, self.notebook)
-        have = {(i, m, k) for _, i, _, m, k in self._records}
-        missing = [ref for ref in claim_refs(c) if ref not in have]
-        if missing: raise ValueError(f"claim {text!r} names numbers this run has not recorded: {missing}")
-        self.claims = [x for x in self.claims if x['text'] != text] + [c]
-        if self in _UNSAVED_BOOKS: self.save()   # the numbers a claim names are on disk before the claim is
-        atomic_write_text(self.dir/'claims'/f'{self.notebook}.json', '[\n' + ',\n'.join(json.dumps(c) for c in self.claims) + '\n]\n')
-        return c
-
     @staticmethod
     def _paper_of_records(f: Path) -> str|None:
         try: return paper_of_notebook(f.name.split('.seed')[0] + '.ipynb')
@@ -591,18 +632,6 @@ class RecordBook:
         self.inputs |= {f.name: file_digest(f) for f in files}
         if not files: return pd.DataFrame(columns=list(RECORD_COLUMNS) + ['notebook'])
         return pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in files], ignore_index=True)
-
-    def read_claims(self, paper: str|None = None) -> tuple[list[dict], pd.DataFrame]:
-        """The claims declared by the other notebooks of `paper` (default: this book's) at this scale, and those
-        notebooks' records (all seeds); every file read is noted as an input of this run (the expected verdicts are
-        not: they are read when the claims are tabled)."""
-        paper = paper or self.paper
-        files = sorted(f for f in (self.dir/'claims').glob('*.json')
-                       if f.stem != self.notebook and paper_of_notebook(f.stem + '.ipynb') == paper)
-        claims = [c for f in files for c in load_claims(f)]
-        recs = self.read_others(paper)
-        self.inputs |= {f'../claims/{f.name}': file_digest(f) for f in files}
-        return claims, recs[recs.paper == paper]
 
     def save_figure(self, fig, item: str) -> Path:
         "Save `fig` as `figures/<notebook>_<item>.seed<k>.png` (atomically) and name it in the run's provenance."

@@ -18,7 +18,7 @@ from .glyphs import standin_config
 from .core import (SCALES, STANDIN_SCALES, ArtifactCache, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
                               is_experiment_notebook, logger, paper_of_notebook, registered_versions)
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
-from .report import claim_margins, claim_refs, claims_table, expected_verdicts, file_digest, load_claims, library_changes, notebook_code_hash, write_summary
+from .report import claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts, DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, library_changes, notebook_code_hash, write_summary
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID',
@@ -361,24 +361,29 @@ def paper_items(root: str|Path) -> list[dict]:
     with open(Path(root)/'docs'/'paper_items.csv', encoding='utf-8') as f: return list(csv.DictReader(f))
 
 ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')
-CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'claim', 'kind', 'verdict', 'written', 'constant', 'reason']
+CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'key', 'claim', 'kind', 'verdict', 'expect', 'constant', 'reason']
 
-def item_claims(res: str|Path, verdicts: str|Path|None = None) -> pd.DataFrame:
-    """Every claim declared under the results folder `res` (one scale) with its kind, its verdict over the seeds recorded
-    there and the verdict written for it (`verdicts`: an expected-verdicts file, default the repository's), one row per
-    item its margin names. A written verdict naming no claim of the runs is left out here (the runs may predate it);
-    the claims notebooks and `tests/test_claims.py` reject it."""
+def item_claims(res: str|Path, declared: str|Path|None = None) -> pd.DataFrame:
+    """Every claim saved under the results folder `res` (one scale) by its paper's claims notebook, with its words, kind
+    and expected verdict (`declared`: a claims data file, default the repository's `docs/claims.csv`) and its verdict over
+    the seeds recorded there ('missing' where no seed has its numbers), one row per item its margin names. A claim
+    without a row reads as a finding expected to hold, and a row naming no saved claim is left out here (the runs may
+    predate it); the claims notebooks and `tests/test_claims.py` reject both. The reason of a verdict that differs from
+    the expected one is that of `differing_verdicts.csv` beside `declared`, where it explains this very verdict."""
     rows, res = [], Path(res)
-    ev = expected_verdicts(verdicts)
+    dc = declared_claims(declared)
+    df = (Path(declared) if declared else repo_root()/'docs'/'claims.csv').parent/'differing_verdicts.csv'
+    dv = differing_verdicts(df) if df.exists() else pd.DataFrame(columns=DIFFERING_VERDICTS_COLUMNS)
     for f in sorted((res/'claims').glob('*.json')):
         claims = load_claims(f)
         recs = [pd.read_csv(p).assign(notebook=f.stem) for p in sorted((res/'records').glob(f'{f.stem}.seed*.csv'))]
-        if not claims or not recs: continue
-        t = claims_table(claims, pd.concat(recs, ignore_index=True), verdicts=ev, strict=False)
+        if not claims: continue
+        recs = pd.concat(recs, ignore_index=True) if recs else pd.DataFrame(columns=['notebook', 'seed', 'item', 'method', 'metric', 'value'])
+        t = claims_table(claims, recs, declared=dc, differing=dv, strict=False)
         for c, v in zip(claims, t.itertuples()):
             for item in dict.fromkeys(norm_item(r[0]) for r in claim_refs(c)):
-                rows.append(dict(paper=paper_of_notebook(f.stem + '.ipynb'), item=item, notebook=f.stem, claim=c['text'],
-                                 kind=v.kind, verdict=v.verdict, written=v.written, constant=v.constant,
+                rows.append(dict(paper=paper_of_notebook(f.stem + '.ipynb'), item=item, notebook=f.stem, key=c['key'], claim=v.claim,
+                                 kind=v.kind, verdict=v.verdict, expect=v.expect, constant=v.constant,
                                  reason=v.reason or (v.why_differs if v.explained else '')))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
@@ -396,7 +401,7 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
     check_scale(scale)
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs = runs_of(res)
-    claims = item_claims(res, nbs_dir.parent/'docs'/'expected_verdicts.csv')
+    claims = item_claims(res, nbs_dir.parent/'docs'/'claims.csv')
     states = {(r.notebook, r.seed): run_state(res, r.notebook, r.seed, nbs_dir) for r in runs.itertuples()}
     pending = pending_runs(res)
     produced = {}       # (paper, item) -> {(notebook, seed)}
@@ -604,8 +609,8 @@ def claim_sign_changes(claims: list[dict], before: pd.DataFrame, after: pd.DataF
     out = []
     for c in claims:
         try: a, b = claim_margins(c, before[before.seed == seed]), claim_margins(c, after[after.seed == seed])
-        except KeyError: out.append(c['text']); continue
-        if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0): out.append(c['text'])
+        except KeyError: out.append(c['key']); continue
+        if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0): out.append(c['key'])
     return out
 
 def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:

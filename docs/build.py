@@ -497,7 +497,9 @@ def results_overview(pages: dict) -> str:
            '`results/<scale>/runs/<notebook>.seed<k>.json`), and every finding of the paper declared on its numbers holds '
            'over the seeds (checks, what holds by construction, are counted apart and never make an item reproduced). The seeds are those current runs; the link goes to the notebook page.',
            '- **partly** / **differs**: current, and some / none of its findings hold; the claims notebook of the paper '
-           'gives, beside each one that does not hold, the reason written for it in `docs/expected_verdicts.csv`.',
+           'gives, beside each one that does not hold, the reason written for it in `docs/claims.csv` (expected before '
+           'the runs) or `docs/differing_verdicts.csv` (measured after them); a finding whose numbers no run has made yet '
+           'is missing, and does not hold.',
            '- **runs**: current, but no finding is declared on its numbers, so nothing says yet whether they show what the '
            'paper shows.',
            '- **stale**: records exist, but some run that wrote them no longer matches the code; the reason is given. '
