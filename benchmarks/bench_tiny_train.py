@@ -22,7 +22,8 @@ def one(variant: str, threads: int, steps: int, warmup: int) -> float:
     from compatrepro.core import seed_everything
     from compatrepro.data import get_split
     from compatrepro.models import EmbeddingModel
-    from compatrepro.train import backbone_spec, iter_batches
+    from compatrepro.loaders import iter_batches
+    from compatrepro.specs import backbone_spec
     from compatrepro import losses as L
     spec = backbone_spec('imagenet-1k', 'tiny')
     ds = get_split('imagenet-1k', 'train', 'tiny')

@@ -13,7 +13,7 @@ noise JPEGs costs a little more than natural photos.
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0 --loader gpu --device cpu   # its device path
 
 `--loader cpu` (the default) is the reference data path (PIL decoding and torchvision's transforms in the workers);
-`--loader gpu` the device path of `compatrepro.train.iter_device_batches` (the workers read the files' bytes, the
+`--loader gpu` the device path of `compatrepro.loaders.iter_device_batches` (the workers read the files' bytes, the
 batch is decoded by `torchvision.io.decode_jpeg` on the training device and cropped there), on whatever `--device` is.
 It trains two epochs of `--steps` steps each and prints the images per second of each; the second is the steady rate
 (the first includes cuDNN's autotuning and the workers' start). `--out f.json` also writes them.
@@ -28,7 +28,7 @@ from PIL import Image
 from compatrepro.core import RunContext, default_workers, get_device
 from compatrepro.data import get_split
 from compatrepro.pipeline import get_backbone
-from compatrepro import train as T
+from compatrepro import specs as SP, train as T
 
 
 def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0, size=(500, 375)) -> Path:
@@ -105,10 +105,10 @@ def main():
         root = str(tmp/'data')
         ctx = RunContext(cache=tmp/'cache', device=a.device, data_root=root, workers=a.workers, progress=rank == 0)
         small = dict(arch=a.arch, batch_size=a.batch, epochs=2, warmup_epochs=0, lr=1e-3)   # a low rate: random data at the recipe's rate without its warm-up diverges, and speed does not depend on it
-        spec = T.backbone_spec('imagenet-1k', 'paper', seed=0, **small)
+        spec = SP.backbone_spec('imagenet-1k', 'paper', seed=0, **small)
         if a.compat != 'none':   # the old model trains first, on the small tree as it is (not timed)
-            old = T.backbone_spec('imagenet-500', 'paper', seed=0, **dict(small, epochs=1, batch_size=min(a.batch, 8*world)))
-            spec = replace(spec, compat=T.CompatSpec('bct-syn', old) if a.compat == 'bct' else T.ract_compat(old, 'fastfill'))
+            old = SP.backbone_spec('imagenet-500', 'paper', seed=0, **dict(small, epochs=1, batch_size=min(a.batch, 8*world)))
+            spec = replace(spec, compat=SP.CompatSpec('bct-syn', old) if a.compat == 'bct' else SP.ract_compat(old, 'fastfill'))
         pool = get_split('imagenet-1k', 'train', 'paper', root)
         if a.compat == 'bct' and a.steps*a.batch < len(pool):
             raise SystemExit(f"--compat bct synthesizes classifier rows from every class's images, so the {a.steps} steps of "

@@ -13,7 +13,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_train_steps import fake_imagenet                      # noqa: E402
 from compatrepro.data import get_split                           # noqa: E402
-from compatrepro import train as T                               # noqa: E402
+from compatrepro import loaders as LD                             # noqa: E402
 
 
 def stats(name, x):
@@ -36,23 +36,23 @@ def step(name, x, y, n_classes):
 with tempfile.TemporaryDirectory() as d:
     root = fake_imagenet(Path(d), n_classes=4, per_class=40)
     ds = get_split('imagenet-1k', 'train', 'paper', data_root=root)
-    print('dataset', type(ds).__name__, len(ds), 'applies:', T.device_loader_applies(ds), 'train:', getattr(ds, 'train', None))
+    print('dataset', type(ds).__name__, len(ds), 'applies:', LD.device_loader_applies(ds), 'train:', getattr(ds, 'train', None))
     order = torch.arange(16)
     cuda = torch.device('cuda')
-    data, y = T.collate_jpeg_bytes([T.JpegFiles(ds.root, ds.paths, ds.labels)[i] for i in range(16)])
+    data, y = LD.collate_jpeg_bytes([LD.JpegFiles(ds.root, ds.paths, ds.labels)[i] for i in range(16)])
     print('labels', y.tolist(), 'classes', len(ds.classes))
-    dec_gpu, dec_cpu = T.decode_jpegs(data, cuda), T.decode_jpegs(data, 'cpu')
+    dec_gpu, dec_cpu = LD.decode_jpegs(data, cuda), LD.decode_jpegs(data, 'cpu')
     torch.cuda.synchronize()
     for i, (a, b) in enumerate(zip(dec_gpu, dec_cpu)):
         if i < 4 or a.shape != b.shape: print(f'image {i}: gpu {tuple(a.shape)} {a.dtype} cpu {tuple(b.shape)}; '
                                              f'max |gpu - cpu| {(a.cpu().int() - b.int()).abs().max().item() if a.shape == b.shape else "shape differs"}')
     for dev in (cuda, torch.device('cpu')):
         g = torch.Generator().manual_seed(1)
-        x = T.device_train_transform(T.decode_jpegs(data, dev), 224, g)
+        x = LD.device_train_transform(LD.decode_jpegs(data, dev), 224, g)
         stats(f'train transform on {dev.type}', x)
-        x = T.device_eval_transform(T.decode_jpegs(data, dev), 224)
+        x = LD.device_eval_transform(LD.decode_jpegs(data, dev), 224)
         stats(f'eval transform on {dev.type}', x)
-    xb, yb = next(iter(T.iter_device_batches(ds, 16, order, cuda, 2, 0)))
+    xb, yb = next(iter(LD.iter_device_batches(ds, 16, order, cuda, 2, 0)))
     stats('iter_device_batches cuda', xb); print('labels out', yb.tolist())
     ref = torch.stack([ds[i][0] for i in range(16)])
     stats('reference (CPU workers)', ref)
@@ -67,7 +67,7 @@ with tempfile.TemporaryDirectory() as d:
         import torchvision
         m = torchvision.models.resnet50(num_classes=len(ds.classes)).to(cuda).to(memory_format=torch.channels_last)
         opt = torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9)
-        for step, (xb, yb) in enumerate(T.iter_batches(ds, 32, 0, 0, cuda, num_workers=4)):
+        for step, (xb, yb) in enumerate(LD.iter_batches(ds, 32, 0, 0, cuda, num_workers=4)):
             with torch.autocast('cuda', dtype=torch.bfloat16):
                 loss = torch.nn.functional.cross_entropy(m(xb.contiguous(memory_format=torch.channels_last)), yb)
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step()

@@ -77,7 +77,8 @@ def main(argv=None):
     from compatrepro.features import extract_features
     from compatrepro.glyphs import standin_config
     from compatrepro.metrics import retrieval_metrics
-    from compatrepro.train import TrainingInterrupted, backbone_spec, initial_model, train_backbone
+    from compatrepro.specs import backbone_spec
+    from compatrepro.train import TrainingInterrupted, initial_model, train_backbone
 
     knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(standin_config('tiny'))
              if (v := getattr(a, f.name, None)) is not None}

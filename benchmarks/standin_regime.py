@@ -122,7 +122,7 @@ def main(argv=None):
     from compatrepro.experiments import BASELINES
     from compatrepro.metrics import retrieval_metrics
     from compatrepro.pipeline import cached_backbone, get_features
-    from compatrepro.train import backbone_spec
+    from compatrepro.specs import backbone_spec
 
     knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(glyphs.GlyphConfig)
              if (v := getattr(a, f.name, None)) is not None}

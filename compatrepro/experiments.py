@@ -14,7 +14,8 @@ from IPython.display import Markdown
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams, RunContext, paper_of_notebook, set_context, stage
 from .data import get_split
-from .train import CompatSpec, apply_transformation, backbone_spec, ract_compat, transformation_spec
+from .specs import CompatSpec, backbone_spec, ract_compat, transformation_spec
+from .train import apply_transformation
 from .pipeline import get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics, roxford_relevance
 from .backfill import backfill_curve, step_curve, plot_backfill_curves

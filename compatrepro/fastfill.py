@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np, torch
 from .core import ExperimentParams, parse_lrs
-from .train import TransformationSpec
+from .specs import TransformationSpec
 from .pipeline import get_backbone
 from .backfill import entropy_order, random_order
 from .metrics import m_tilde

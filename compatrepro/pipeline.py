@@ -13,8 +13,8 @@ from .core import RunContext, STANDIN_SCALES, current_context, get_device, regis
 from .data import get_split, split_versions
 from .models import load_model, load_transformation
 from .features import extract_features
-from .train import (BackboneSpec, TransformationSpec, backbone_key, compat_methods, compat_old, model_input,
-                               train_backbone, train_transformation, train_transformation_same_view, transformation_key)
+from .specs import BackboneSpec, TransformationSpec, backbone_key, compat_methods, compat_old, transformation_key
+from .train import model_input, train_backbone, train_transformation, train_transformation_same_view
 
 # %% auto #0
 __all__ = ['backbone_versions', 'transformation_versions', 'cached_backbone', 'get_backbone', 'training_outcome', 'features_key',

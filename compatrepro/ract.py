@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams
 from .data import get_split
-from .train import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
+from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
                                ract_compat, ract_recipe)
 from .metrics import retrieval_metrics
 from .backfill import backfill_curve, random_order

@@ -21,7 +21,7 @@ from .report import write_summary
 from .bct import face_data, face_features
 from .ract import RACT_ALLOCATIONS, RACT_ARCHS, RACT_TESTS, ract_pretrained
 from .rm import RM_DATASETS, rm_specs
-from .train import BackboneSpec, TransformationSpec
+from .specs import BackboneSpec, TransformationSpec
 
 # %% auto #0
 __all__ = ['REHEARSAL_DATASETS', 'REHEARSAL_CLASSES', 'PRETRAINED_ARCHS', 'REHEARSAL_NOTE', 'RECIPE_MAX_BATCH',
@@ -277,7 +277,9 @@ def _notebook_names(path: str|Path) -> set[str]:
     return out
 
 def notebook_datasets(path: str|Path) -> tuple[str, ...]:
-    "The dataset folders (of `REHEARSAL_DATASETS`) the experiment notebook `path` reads at paper scale (see above)."
+    """The dataset folders (of `REHEARSAL_DATASETS`) the experiment notebook `path` reads at paper scale (see above); a
+    claims notebook reads records alone (its names of datasets and splits name records, not data to read)."""
+    if is_claims_notebook(path): return ()
     names, via = _notebook_names(path), _data_of_names()
     splits = {n for n in names if n in SPLITS} | {s for n in names if n in via and (via[n][1] is None or names & via[n][1])
                                                    for s in via[n][0]}

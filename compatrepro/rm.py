@@ -10,7 +10,8 @@ from typing import Callable, NamedTuple
 import numpy as np, pandas as pd, torch
 from .core import ExperimentParams
 from .data import get_split
-from .train import apply_transformation, simclr_spec, transformation_spec
+from .specs import simclr_spec, transformation_spec
+from .train import apply_transformation
 from .pipeline import get_backbone, get_transformation
 from .metrics import market_relevance, update_gain
 from .backfill import old_classifier_order, centroid_order, random_order
@@ -93,7 +94,7 @@ def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
 def rm_transformation_spec(specs: dict, objective: str, data: RMData, params: ExperimentParams, rho: bool = True,
                            **overrides):
     r"""The `TransformationSpec` of RM's $\psi$ (and $\rho$ unless `rho=False`) trained with `objective` ('rqt' eq. 9,
-    'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) between `specs`' old and new models: `07_train`'s recipe, `data.blocks`
+    'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) between `specs`' old and new models: `06a_specs`' recipe, `data.blocks`
     blocks each, the notebook's `epochs`/`batch_size` where given, then `overrides`."""
     return transformation_spec(specs['old'], specs['new'], objective, seed=params.seed, psi_blocks=data.blocks,
                                rho_blocks=data.blocks if rho else 0, **(params.overrides | overrides))

@@ -1,7 +1,7 @@
 """Test doubles shared by the pytest tests (imported as `from _doubles import ...`: pytest puts tests/ on the path)."""
 import numpy as np, torch
 
-from compatrepro.train import BackboneSpec
+from compatrepro.specs import BackboneSpec
 
 
 class TinyDataset:

@@ -24,7 +24,7 @@ from compatrepro.core import RunContext, spec_key, using_context
 from compatrepro.data import describe_split, get_split, list_splits, split_versions
 from compatrepro.models import load_model, load_transformation
 from compatrepro import pipeline as P
-from compatrepro import train as T
+from compatrepro import specs as SP, train as T
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _doubles import HalfClassesSplit, small_backbone_spec   # noqa: E402
@@ -45,7 +45,7 @@ def backbone_fingerprint(spec) -> dict:
     model = load_model(P.cached_backbone(spec), torch.device('cpu'))
     with torch.no_grad(): f = model(PROBE.normalize(PROBE.images))
     f = f[0] if isinstance(f, tuple) else f
-    return dict(key=spec_key('backbone', T.backbone_key(spec)), values=_round(f))
+    return dict(key=spec_key('backbone', SP.backbone_key(spec)), values=_round(f))
 
 
 def transformation_fingerprint(spec) -> dict:
@@ -53,7 +53,7 @@ def transformation_fingerprint(spec) -> dict:
     x = P.get_features(spec.old if spec.kind == 'fct' else spec.new, 'imagenet-1k', 'eval')['features']
     out = T.apply_transformation(net, x)
     out = torch.cat([o.reshape(len(x), -1) for o in out], 1) if isinstance(out, tuple) else out
-    return dict(key=spec_key('transformation', T.transformation_key(spec)), values=_round(out))
+    return dict(key=spec_key('transformation', SP.transformation_key(spec)), values=_round(out))
 
 
 def split_fingerprint(name) -> dict:
@@ -74,10 +74,10 @@ def fingerprints(cache_dir) -> dict:
         P.get_split = lambda name, part, scale='tiny', data_root=None, seed=0, **kw: HalfClassesSplit(name, part)
         try:
             out['backbone old'] = backbone_fingerprint(OLD)
-            for m in T.COMPAT_METHODS:
-                out[f'backbone {m}'] = backbone_fingerprint(small_backbone_spec('imagenet-1k', compat=T.CompatSpec(m, OLD, weight=1.0, tau=0.5)))
-            for o in T.FASTFILL_OBJECTIVES + T.RM_OBJECTIVES:
-                spec = T.transformation_spec(OLD, NEW, o, epochs=2, batch_size=8, inner_dim=16, hidden=16, lr=1e-2,
+            for m in SP.COMPAT_METHODS:
+                out[f'backbone {m}'] = backbone_fingerprint(small_backbone_spec('imagenet-1k', compat=SP.CompatSpec(m, OLD, weight=1.0, tau=0.5)))
+            for o in SP.FASTFILL_OBJECTIVES + SP.RM_OBJECTIVES:
+                spec = SP.transformation_spec(OLD, NEW, o, epochs=2, batch_size=8, inner_dim=16, hidden=16, lr=1e-2,
                                              **(dict(rho_blocks=2) if o == 'mcl' else {}))
                 out[f'transformation {o}'] = transformation_fingerprint(spec)
             f = P.get_features(NEW, 'imagenet-1k', 'eval')

@@ -9,7 +9,8 @@ import torch
 
 from compatrepro.core import spec_key
 from compatrepro.models import EmbeddingModel, load_model
-from compatrepro.train import BackboneSpec, backbone_key, backbone_spec, train_backbone
+from compatrepro.specs import BackboneSpec, backbone_key, backbone_spec
+from compatrepro.train import train_backbone
 
 
 class _TinyDS(torch.utils.data.Dataset):
@@ -43,14 +44,14 @@ def test_embedding_relu_spec_trains_a_relu_model_and_keeps_default_keys():
     assert art['model']['config']['embedding_relu'] is True
     with torch.no_grad(): f = load_model(art)(_TinyDS().x)
     assert (f >= 0).all()
-    # phi^ReLU is another model: an address of its own (07_train pins the default spec's address)
+    # phi^ReLU is another model: an address of its own (06a_specs pins the default spec's address)
     t = backbone_spec('imagenet-500', 'tiny')
     assert spec_key('backbone', backbone_key(replace(t, embedding_relu=True))) != spec_key('backbone', backbone_key(t))
 
 
 def test_steps_like_gives_every_architecture_the_same_optimizer_steps():
     from compatrepro.models import ARCHS
-    from compatrepro.train import STANDIN_RECIPES, TINY_ARCH_RECIPES
+    from compatrepro.specs import STANDIN_RECIPES, TINY_ARCH_RECIPES
     ref = backbone_spec('imagenet-1k', 'tiny', arch='resnet18')
     for arch in ARCHS:
         s = backbone_spec('imagenet-1k', 'tiny', arch=arch, steps_like='resnet18')

@@ -1,11 +1,11 @@
 """The device data path for JPEG file datasets (issue 48) on the CPU: `iter_batches` takes it when asked, gives the
 reference path's labels in its order and (from the same generator state) its crops within one uint8 level, and
-`benchmarks/bench_train_steps.py --loader gpu` runs end to end. The notebook 07_train checks the same on a smaller set."""
+`benchmarks/bench_train_steps.py --loader gpu` runs end to end. The notebook 06b_loaders checks the same on a smaller set."""
 import json, os, subprocess, sys
 import numpy as np, pandas as pd, pytest, torch
 from PIL import Image
 
-from compatrepro import train as T
+from compatrepro import loaders as LD
 from compatrepro.manifests import ManifestDataset
 
 ROOT = __import__('pathlib').Path(__file__).resolve().parent.parent
@@ -27,14 +27,14 @@ def _tree(tmp_path, n=12):
 
 def _batches(ds, loader, monkeypatch, epoch=0):
     monkeypatch.setenv('COMPATREPRO_LOADER', loader)
-    return list(T.iter_batches(ds, 4, epoch, 3, 'cpu', num_workers=0))
+    return list(LD.iter_batches(ds, 4, epoch, 3, 'cpu', num_workers=0))
 
 
 def test_device_path_matches_reference(tmp_path, monkeypatch, one_thread):
     mk = _tree(tmp_path)
     calls = []
-    real = T.iter_device_batches
-    monkeypatch.setattr(T, 'iter_device_batches', lambda *a, **k: (calls.append(1), (yield from real(*a, **k)))[1])
+    real = LD.iter_device_batches
+    monkeypatch.setattr(LD, 'iter_device_batches', lambda *a, **k: (calls.append(1), (yield from real(*a, **k)))[1])
     for train in (False, True):
         ds = mk(train)
         ref, dev = _batches(ds, 'cpu', monkeypatch), _batches(ds, 'gpu', monkeypatch)
@@ -47,21 +47,21 @@ def test_device_path_matches_reference(tmp_path, monkeypatch, one_thread):
                 assert err.mean() < 0.01 and err.max() < 0.04, (err.mean(), err.max())
     assert len(calls) == 2                                                     # the device path ran, only when asked
     ds = mk(True)                                                              # (b) train: the same draws
-    files = T.JpegFiles(ds.root, ds.paths, ds.labels)
+    files = LD.JpegFiles(ds.root, ds.paths, ds.labels)
     for i in range(len(ds)):
         torch.manual_seed(i); ref = ds.transform(ds.image(i))
-        torch.manual_seed(i); dev = T.device_train_transform(T.decode_jpegs([files[i][0]], 'cpu'), 40)[0]
+        torch.manual_seed(i); dev = LD.device_train_transform(LD.decode_jpegs([files[i][0]], 'cpu'), 40)[0]
         err = (ref - dev).abs()
         assert err.mean() < 0.01 and err.max() < 0.04, (i, err.mean(), err.max())
 
 
 def test_loader_choice(monkeypatch):
     monkeypatch.delenv('COMPATREPRO_LOADER', raising=False)
-    assert T.loader_choice('cpu') == 'cpu'                     # auto: the CPU keeps the reference
-    monkeypatch.setenv('COMPATREPRO_LOADER', 'gpu'); assert T.loader_choice('cpu') == 'gpu'
+    assert LD.loader_choice('cpu') == 'cpu'                    # auto: the CPU keeps the reference
+    monkeypatch.setenv('COMPATREPRO_LOADER', 'gpu'); assert LD.loader_choice('cpu') == 'gpu'
     monkeypatch.setenv('COMPATREPRO_LOADER', 'nvjpeg')
-    with pytest.raises(ValueError, match='choose one of'): T.loader_choice('cpu')
-    monkeypatch.setenv('COMPATREPRO_LOADER', 'auto'); assert T.loader_choice('cuda') == 'cpu'   # until a GPU trains through it
+    with pytest.raises(ValueError, match='choose one of'): LD.loader_choice('cpu')
+    monkeypatch.setenv('COMPATREPRO_LOADER', 'auto'); assert LD.loader_choice('cuda') == 'cpu'   # until a GPU trains through it
 
 
 def test_bench_loader_gpu_smoke(tmp_path):

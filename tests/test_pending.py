@@ -49,13 +49,13 @@ def test_a_training_change_lands_with_exactly_its_runs_in_the_ledger(tmp_path):
              if {'fct_l2_loss', 'OBJECTIVE_VERSIONS'} & set(p.get('library', {})) or bumped & set(p.get('versions', {}))}
     assert reach and len(reach) < len(runs), 'fct_l2_loss should be reached by some runs (FastFill and RM train with it), not all'
 
-    losses, train = root/'compatrepro'/'losses.py', root/'compatrepro'/'train.py'
+    losses, specs = root/'compatrepro'/'losses.py', root/'compatrepro'/'specs.py'
     s = losses.read_text(); old = "return _reduce((phi_new.detach() - h_old).pow(2).sum(1), reduction, fn)"
     assert s.count(old) == 1
     losses.write_text(s.replace(old, "return _reduce((phi_new.detach() - h_old).pow(2).sum(1) * 2, reduction, fn)"))
-    t = train.read_text(); old_v = "OBJECTIVE_VERSIONS = {}"                           # the bump the fingerprints ask for
+    t = specs.read_text(); old_v = "OBJECTIVE_VERSIONS = {}"                           # the bump the fingerprints ask for
     assert t.count(old_v) == 1
-    train.write_text(t.replace(old_v, "OBJECTIVE_VERSIONS = {o: 2 for o in ('l2', 'l2+disc', 'l2+uncert', 'l2+disc+uncert')}"))
+    specs.write_text(t.replace(old_v, "OBJECTIVE_VERSIONS = {o: 2 for o in ('l2', 'l2+disc', 'l2+uncert', 'l2+disc+uncert')}"))
     r = _cli(root, 'status', '--check')
     assert r.returncode == 1 and _problem_runs(r) == reach, r.stdout[-3000:]
 
@@ -73,7 +73,7 @@ def test_a_training_change_lands_with_exactly_its_runs_in_the_ledger(tmp_path):
     r = _cli(root, 'status', '--check')
     assert r.returncode == 1 and {n for n, _ in _problem_runs(r)} == {nb}, r.stdout[-3000:]
 
-    losses.write_text(s); train.write_text(t)                                      # the change undone: listed runs current
+    losses.write_text(s); specs.write_text(t)                                      # the change undone: listed runs current
     r = _cli(root, 'status', '--check')
     assert r.returncode == 1 and 'which is current: take it off' in r.stdout, r.stdout[-3000:]
 

@@ -11,7 +11,7 @@ import pickle
 
 import numpy as np, pandas as pd, pytest, torch
 
-from compatrepro import experiments as X, pipeline, rm as RM, train as T
+from compatrepro import experiments as X, loaders as LD, pipeline, rm as RM, specs as SP
 from compatrepro.core import ExperimentParams
 from compatrepro.data import get_split
 from compatrepro.experiments import curve_auc
@@ -137,14 +137,14 @@ def test_rm_table1_rows_end_to_end(rm_root, monkeypatch):
     made, batches, asked = [], [], []
     def short_recipe(*a, **kw):   # rm_setups asks for the paper's schedule (50-80 epochs of 1024 images)
         asked.append({k: kw.get(k) for k in ('epochs', 'batch_size')})
-        made.append(T.transformation_spec(*a, **(kw | FAST_TRANSFORMATION))); return made[-1]
-    real_rows = T.class_balanced_rows
+        made.append(SP.transformation_spec(*a, **(kw | FAST_TRANSFORMATION))); return made[-1]
+    real_rows = LD.class_balanced_rows
     def record_rows(labels, *a):
         rows = real_rows(labels, *a); batches.extend(torch.as_tensor(np.asarray(labels))[rows]); return rows
     def two_views(*a, **kw): raise AssertionError("paper scale must train transformations on one view (train_transformation_same_view)")
     monkeypatch.setattr(X, 'transformation_spec', short_recipe)    # FCT's and BiCT's h (transform_old)
     monkeypatch.setattr(RM, 'transformation_spec', short_recipe)   # RM's psi and rho (rm_transform)
-    monkeypatch.setattr(T, 'class_balanced_rows', record_rows)
+    monkeypatch.setattr(LD, 'class_balanced_rows', record_rows)
     monkeypatch.setattr(pipeline, 'train_transformation', two_views)
     data, P = RM_DATASETS['CIFAR-100'], _params(rm_root)
     specs = rm_specs(P, data)

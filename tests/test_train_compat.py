@@ -4,7 +4,7 @@ import numpy as np, pytest, torch
 from compatrepro.core import RunContext, using_context
 from compatrepro.models import load_model, load_transformation
 from compatrepro import pipeline as P
-from compatrepro import train as T
+from compatrepro import specs as SP, train as T
 from _doubles import HalfClassesSplit, small_backbone_spec
 
 
@@ -32,26 +32,26 @@ def trainings(monkeypatch, ctx):
     "Every backbone training the pipeline starts: (split, compat method, was the old model cached then, the old model given)."
     log, real = [], P.train_backbone
     def spy(spec, ds, old=None, **kw):
-        cached = spec.compat is not None and ('backbone', T.backbone_key(spec.compat.old)) in ctx.cache
+        cached = spec.compat is not None and ('backbone', SP.backbone_key(spec.compat.old)) in ctx.cache
         log.append(dict(split=spec.split, method=spec.compat and spec.compat.method, old_cached=cached, old=old))
         return real(spec, ds, old, **kw)
     monkeypatch.setattr(P, 'train_backbone', spy)
     return log
 
 
-@pytest.mark.parametrize('method', T.COMPAT_METHODS)
+@pytest.mark.parametrize('method', SP.COMPAT_METHODS)
 def test_compatible_training_runs(method, fake_data, ctx, trainings):
     old = small_backbone_spec('imagenet-500')
-    spec = small_backbone_spec('imagenet-1k', compat=T.CompatSpec(method, old, weight=1.0, tau=0.5))
+    spec = small_backbone_spec('imagenet-1k', compat=SP.CompatSpec(method, old, weight=1.0, tau=0.5))
     art = P.cached_backbone(spec)
-    assert ('backbone', T.backbone_key(old)) in ctx.cache           # the old model was trained and cached first
+    assert ('backbone', SP.backbone_key(old)) in ctx.cache          # the old model was trained and cached first
     new_runs = [t for t in trainings if t['method'] == method]
     assert len(new_runs) == 1 and new_runs[0]['old_cached'], trainings
     given = new_runs[0]['old']                                       # ... and it is the old model the new one saw
-    ref = ctx.cache.load('backbone', T.backbone_key(old))['model']['state_dict']
+    ref = ctx.cache.load('backbone', SP.backbone_key(old))['model']['state_dict']
     assert given.class_ids.tolist() == [0, 1]
     for k, v in given.state_dict().items(): assert torch.equal(v.cpu(), ref[k]), k
-    assert ('backbone', T.backbone_key(spec)) in ctx.cache
+    assert ('backbone', SP.backbone_key(spec)) in ctx.cache
     assert np.isfinite(art['history'][-1]['loss'])
     m = load_model(art)
     assert m.class_ids.tolist() == [0, 1, 2, 3]
@@ -63,7 +63,7 @@ def test_compatible_training_runs(method, fake_data, ctx, trainings):
 def test_old_model_is_trained_once(fake_data, ctx, trainings):
     "Two compat specs with the same old model (and a cache hit on the old model itself) train it at most once."
     old = small_backbone_spec('imagenet-500', seed=3)
-    for m in ('l2', 'bct'): P.cached_backbone(small_backbone_spec('imagenet-1k', seed=3, compat=T.CompatSpec(m, old)))
+    for m in ('l2', 'bct'): P.cached_backbone(small_backbone_spec('imagenet-1k', seed=3, compat=SP.CompatSpec(m, old)))
     P.cached_backbone(old)
     assert [t['split'] for t in trainings] == ['imagenet-500', 'imagenet-1k', 'imagenet-1k'], trainings
     assert [t['method'] for t in trainings] == [None, 'l2', 'bct']
@@ -72,9 +72,9 @@ def test_old_model_is_trained_once(fake_data, ctx, trainings):
 @pytest.mark.parametrize('objective,extra', [('l2+disc+uncert', {}), ('disc', {}), ('mcl', dict(rho_blocks=2)), ('rqt', {})])
 def test_transformation_trains_and_resumes(objective, extra, fake_data, ctx, tmp_path, monkeypatch):
     old, new = small_backbone_spec('imagenet-500'), small_backbone_spec('imagenet-1k', seed=1)
-    spec = T.transformation_spec(old, new, objective, epochs=6, batch_size=8, inner_dim=16, hidden=16, lr=1e-2, **extra)
+    spec = SP.transformation_spec(old, new, objective, epochs=6, batch_size=8, inner_dim=16, hidden=16, lr=1e-2, **extra)
     art = P.cached_transformation(spec)
-    assert ('transformation', T.transformation_key(spec)) in ctx.cache
+    assert ('transformation', SP.transformation_key(spec)) in ctx.cache
     h = art['history']
     assert len(h) == 6 and h[-1]['loss'] < h[0]['loss'], h              # it learns on its training features
     net = load_transformation(art)

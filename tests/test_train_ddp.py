@@ -3,7 +3,7 @@ import os, subprocess, sys, textwrap
 from pathlib import Path
 import pytest, torch
 
-from compatrepro import train as T
+from compatrepro import specs as SP, train as T
 from _doubles import TinyDataset
 
 TESTS = Path(__file__).resolve().parent
@@ -13,8 +13,8 @@ SCRIPT = textwrap.dedent(f'''
     os.environ['COMPATREPRO_PROGRESS'] = '0'
     sys.path.insert(0, {str(TESTS)!r})
     from _doubles import TinyDataset
-    from compatrepro import train as T
-    art = T.train_backbone(T.BackboneSpec(**{SPEC!r}), TinyDataset(n=16, c=4, size=16), device='cpu',
+    from compatrepro import specs as SP, train as T
+    art = T.train_backbone(SP.BackboneSpec(**{SPEC!r}), TinyDataset(n=16, c=4, size=16), device='cpu',
                            checkpoint=sys.argv[1], show_progress=False)
     print('DDP', torch.distributed.is_initialized(), torch.distributed.get_world_size())
     torch.save(art['model']['state_dict'], sys.argv[2])
@@ -36,7 +36,7 @@ def test_ddp_single_process_matches_plain(tmp_path):
     assert 'DDP True 1' in r.stdout
     ddp = torch.load(tmp_path/'ddp.pt')
     assert torch.load(tmp_path/'ddp.ckpt', weights_only=False)['epoch'] == 1   # rank 0 wrote the checkpoint
-    plain = T.train_backbone(T.BackboneSpec(**SPEC), TinyDataset(n=16, c=4, size=16), device='cpu',
+    plain = T.train_backbone(SP.BackboneSpec(**SPEC), TinyDataset(n=16, c=4, size=16), device='cpu',
                              show_progress=False)['model']['state_dict']
     assert ddp.keys() == plain.keys()
     for k in ddp: assert torch.allclose(ddp[k].float(), plain[k].float(), atol=1e-5), k

@@ -6,7 +6,7 @@ from PIL import Image
 from compatrepro.core import RunContext, using_context
 from compatrepro.models import load_model
 from compatrepro.pipeline import cached_backbone, cached_transformation, get_features
-from compatrepro import train as T
+from compatrepro import specs as SP, train as T
 
 
 pytestmark = pytest.mark.usefixtures('one_thread')
@@ -37,7 +37,7 @@ def imagenet(tmp_path):
 
 
 def test_paper_scale_trains_a_few_steps(imagenet):
-    spec = T.backbone_spec('imagenet-500', 'paper', seed=0, **SMALL)
+    spec = SP.backbone_spec('imagenet-500', 'paper', seed=0, **SMALL)
     assert spec.emb_dim == 128 and spec.momentum == 0.875 and spec.label_smoothing == 0.1   # the paper's recipe, smaller
     art = cached_backbone(spec)
     assert len(art['history']) == 1 and np.isfinite(art['history'][0]['loss'])
@@ -72,17 +72,17 @@ def vggface2(tmp_path):
 
 def test_paper_scale_vggface2_path(vggface2):
     "Notebook 23's path at paper scale: ArcFace ResNet-18 (old), RACT against it, FastFill's h and psi with ArcFace L_disc."
-    old = T.backbone_spec('vggface2-863', 'paper', seed=0, **SMALL)
-    new = T.backbone_spec('vggface2-8631', 'paper', seed=0, **SMALL)
+    old = SP.backbone_spec('vggface2-863', 'paper', seed=0, **SMALL)
+    new = SP.backbone_spec('vggface2-8631', 'paper', seed=0, **SMALL)
     assert old.head == 'arcface' and old.head_margin == 0.5 and old.head_scale == 64. and old.normalize   # FastFill A.2
-    ract = replace(new, compat=T.ract_compat(old, 'fastfill'))
+    ract = replace(new, compat=SP.ract_compat(old, 'fastfill'))
     for spec in (old, ract):
         art = cached_backbone(spec)
         assert np.isfinite(art['history'][0]['loss'])
     f = get_features(ract, 'vggface2-8631', 'eval')
     assert f['features'].shape == (12, 128) and sorted(set(f['labels'].tolist())) == [8, 9, 10]   # unseen identities
     assert torch.allclose(f['features'].norm(dim=1), torch.ones(12), atol=1e-4)                   # ArcFace features on the sphere
-    tspec = T.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
+    tspec = SP.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
     net = cached_transformation(tspec)
     assert np.isfinite(net['history'][-1]['loss'])
 
@@ -190,11 +190,11 @@ def test_paper_scale_bct_market_path(market):
 
 def test_paper_scale_side_information_path(imagenet):
     "Notebook 27's path at paper scale: a SimCLR ResNet on ImageNet-500 (two views through SimCLR's augmentation), then FCT's h with it."
-    side = T.simclr_spec('imagenet-500', 'paper', seed=0, **SMALL)
+    side = SP.simclr_spec('imagenet-500', 'paper', seed=0, **SMALL)
     art = cached_backbone(side)
     assert np.isfinite(art['history'][0]['loss']) and art['history'][0]['loss'] > 0
-    old, new = (T.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
-    tspec = T.transformation_spec(old, new, 'l2', side_info=side, epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
+    old, new = (SP.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
+    tspec = SP.transformation_spec(old, new, 'l2', side_info=side, epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
     net = cached_transformation(tspec)
     assert np.isfinite(net['history'][-1]['loss'])
     assert net['transformation']['build_args']['side_dim'] == 128
@@ -204,7 +204,7 @@ def test_paper_scale_transformation_learns_from_one_view(imagenet, monkeypatch):
     "FastFill/FCT at paper scale: old and new features of an image come from the same augmented view (as apple/ml-fct)."
     from compatrepro import pipeline
     from compatrepro.data import get_split
-    old, new = (T.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
+    old, new = (SP.backbone_spec(s, 'paper', seed=0, **SMALL) for s in ('imagenet-500', 'imagenet-1k'))
     m = load_model(cached_backbone(old))
     ds = get_split('imagenet-1k', 'train', 'paper', imagenet.data_root)
     assert not torch.equal(ds[0][0], ds[0][0])                  # the training split is augmented: each read is a new crop
@@ -215,6 +215,6 @@ def test_paper_scale_transformation_learns_from_one_view(imagenet, monkeypatch):
         assert part != 'train', "paper scale must not pair features extracted in two separate augmented passes"
         return real_get_features(spec, split, part, **kw)
     monkeypatch.setattr(pipeline, 'get_features', no_train_features)
-    tspec = T.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
+    tspec = SP.transformation_spec(old, new, 'l2+disc+uncert', epochs=1, batch_size=8, warmup_epochs=0, freeze_bn_epoch=None)
     art = cached_transformation(tspec)
     assert len(art['history']) == 1 and np.isfinite(art['history'][0]['loss'])

@@ -4,7 +4,7 @@ import pytest, torch
 
 from compatrepro.core import RunContext, using_context
 from compatrepro import pipeline as P
-from compatrepro import train as T
+from compatrepro import loaders as LD, specs as SP, train as T
 from _doubles import TinyDataset
 
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def _spec(**kw):
-    return T.BackboneSpec(**dict(split='imagenet-500', scale='tiny', seed=5, arch='resnet18', emb_dim=8, epochs=3,
+    return SP.BackboneSpec(**dict(split='imagenet-500', scale='tiny', seed=5, arch='resnet18', emb_dim=8, epochs=3,
                                  batch_size=8, lr=0.8, lr_batch=1024, warmup_epochs=1) | kw)
 
 
@@ -81,7 +81,7 @@ def test_resume_starts_from_the_checkpoint(tmp_path):
 def test_pipeline_resumes_an_interrupted_training(ctx, fake_split, monkeypatch):
     "The pipeline checkpoints into the cache's checkpoint path; an interrupted run is not cached; the next call resumes it."
     spec = _spec()
-    key = T.backbone_key(spec)
+    key = SP.backbone_key(spec)
     ck = ctx.cache.checkpoint_path('backbone', key)
     real = P.train_backbone
     monkeypatch.setattr(P, 'train_backbone', lambda *a, **k: real(*a, **(k | dict(stop_after=1))))
@@ -101,7 +101,7 @@ def test_pipeline_resumes_an_interrupted_training(ctx, fake_split, monkeypatch):
 def test_cache_hit_does_not_train(ctx, fake_split, monkeypatch):
     spec = _spec(epochs=1)
     a = P.cached_backbone(spec)
-    assert ('backbone', T.backbone_key(spec)) in ctx.cache
+    assert ('backbone', SP.backbone_key(spec)) in ctx.cache
     monkeypatch.setattr(P, 'train_backbone', lambda *a, **k: (_ for _ in ()).throw(AssertionError('trained again')))
     _assert_same_weights(a, P.cached_backbone(spec))
     m = P.get_backbone(spec)                                           # the model, from the same artifact
@@ -123,7 +123,7 @@ def test_old_model_exactly_when_compat():
     with pytest.raises(ValueError, match='exactly when the spec has a compatibility term'):
         _train(_spec(epochs=1), ds, old)
     with pytest.raises(ValueError, match='exactly when the spec has a compatibility term'):
-        _train(_spec(epochs=1, compat=T.CompatSpec('l2', _spec(epochs=1))), ds)
+        _train(_spec(epochs=1, compat=SP.CompatSpec('l2', _spec(epochs=1))), ds)
 
 
 def test_simclr_never_reads_labels():
@@ -142,19 +142,19 @@ def test_simclr_never_reads_labels():
 
 def test_two_views_are_two_augmentations_of_the_same_images():
     ds = TinyDataset(n=32, c=4, size=16)
-    (x1, y1), = list(T.iter_batches(ds, 32, 0, 5, 'cpu'))
-    (x2, y2), = list(T.iter_batches(ds, 32, 0, 5, 'cpu', views=2))
+    (x1, y1), = list(LD.iter_batches(ds, 32, 0, 5, 'cpu'))
+    (x2, y2), = list(LD.iter_batches(ds, 32, 0, 5, 'cpu', views=2))
     assert x2.shape == (32, 2, 3, 16, 16) and torch.equal(y1, y2)           # the same images in the same order
     assert torch.equal(x1, x2[:, 0])                                         # the first view is the usual batch
     assert not torch.equal(x2[:, 0], x2[:, 1])                               # the second is another draw
     assert (x2[:, 0] - x2[:, 1]).abs().max() < 0.1                           # ... of the same images (noise 0.01)
     with pytest.raises(ValueError, match='views > 1 needs train=True'):
-        next(T.iter_batches(ds, 32, 0, 5, 'cpu', train=False, views=2))
+        next(LD.iter_batches(ds, 32, 0, 5, 'cpu', train=False, views=2))
 
     class Files(torch.utils.data.Dataset):   # the DataLoader path (paper scale): a random transform per item
         def __len__(self): return 8
         def __getitem__(self, i): return torch.full((3, 4, 4), float(i)) + torch.rand(3, 4, 4), i
-    (xf, yf), = list(T.iter_batches(Files(), 8, 0, 5, 'cpu', num_workers=0, views=2))
+    (xf, yf), = list(LD.iter_batches(Files(), 8, 0, 5, 'cpu', num_workers=0, views=2))
     assert xf.shape == (8, 2, 3, 4, 4) and not torch.equal(xf[:, 0], xf[:, 1])
     assert torch.equal(xf[:, 0].floor().flatten(1)[:, 0], yf.float())      # both views are of the labelled image
     assert torch.equal(xf[:, 1].floor().flatten(1)[:, 0], yf.float())
