@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from compatrepro.core import is_claims_notebook, paper_of_notebook
 from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, pending_runs, reproduce,
                               run_state)
 
@@ -99,13 +100,24 @@ def _figures(folder, nb):
 
 
 @pytest.mark.parametrize('nb', EXPERIMENTS)
+def _claim_keys(folder, paper):
+    return {(f.stem, c['key']) for f in Path(folder).glob('*.json') if paper_of_notebook(f.stem + '.ipynb') == paper
+            for c in json.loads(f.read_text())}
+
+
 def test_smoke_writes_what_tiny_writes(nb, smoke):
     """Smoke writes the records (paper, item, dataset, method, metric) and figures that the committed tiny run has,
-    once that run is current (a run the re-run ledger lists was made by older code, which may have written others)."""
+    once that run is current (a run the re-run ledger lists was made by older code, which may have written others).
+    A claims notebook records the margin of each claim whose numbers its paper's runs have made, which differ between
+    the smoke runs and committed runs pending a re-run: it must declare the same claims at both scales."""
     rec = smoke.dir/'records'/f'{nb}.seed0.csv'
     tiny = TINY/'records'/f'{nb}.seed0.csv'
     assert rec.exists(), f'{nb} wrote no smoke records (see test_experiment_notebook_runs_at_smoke_scale)'
     if (nb, 0) in pending_runs(TINY): return   # its tiny run predates today's code: compared once it is re-run
+    if is_claims_notebook(nb + '.ipynb'):
+        a, b = _claim_keys(smoke.dir/'claims', paper_of_notebook(nb + '.ipynb')), _claim_keys(TINY/'claims', paper_of_notebook(nb + '.ipynb'))
+        assert a == b, f'{nb}: smoke and tiny claims differ\nonly in smoke: {sorted(a - b)}\nonly in tiny: {sorted(b - a)}'
+        return
     assert tiny.exists(), f'no committed tiny records of {nb} ({tiny}): compatrepro reproduce --scale tiny --only {nb}'
     a, b = _record_keys(rec), _record_keys(tiny)
     assert a == b, (f'{nb}: smoke and tiny records differ\nonly in smoke: {sorted(a - b)}\n'
