@@ -552,10 +552,13 @@ def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFram
     return d.assign(hours=d.notebooks + d.making).set_index(['paper', 'seed'])
 
 def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
-    "One line: the mean hours per seed of each paper and of all four, from `run_hours`, and what it could not count."
+    """One line: the mean hours per seed of each paper and of all four, from `run_hours`, 'at least' where some of its
+    runs could not be counted whole, and what could not be counted."""
     h = run_hours(results, scale)
     if h.empty: return f'No finished {scale} run has recorded its duration yet.'
     per = h.hours.groupby(level='paper', sort=False).mean()
+    low = ((h.unrecorded > 0) | (h.unlisted > 0)).groupby(level='paper', sort=False).any()   # a lower bound
+    hours = lambda k, v: ('at least ' if low[k] else '') + f'{v:.1f}'
     seeds = sorted(h.index.get_level_values('seed').unique())
     every = h.loc[ALL_PAPERS]
     missing = (f" Not counted: {int(every.unrecorded.max())} artifact(s) saved before their making time was written"
@@ -563,8 +566,9 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
                if (every.unrecorded > 0).any() or (every.unlisted > 0).any() else '')
     return (f'Run time per seed at {scale} scale from an empty cache (hours of one thread: the notebooks and the making of '
             f'every model and feature set they used, each once; mean over seeds {", ".join(map(str, seeds))}): '
-            + ', '.join(f'{k} {v:.1f}' for k, v in per.drop(ALL_PAPERS).items())
-            + f'; {ALL_PAPERS} {per[ALL_PAPERS]:.1f}, about {per[ALL_PAPERS]/2:.1f} hours of wall time at two notebooks at a time.'
+            + ', '.join(f'{k} {hours(k, v)}' for k, v in per.drop(ALL_PAPERS).items())
+            + f'; {ALL_PAPERS} {hours(ALL_PAPERS, per[ALL_PAPERS])}, {"at least" if low[ALL_PAPERS] else "about"} '
+            f'{per[ALL_PAPERS]/2:.1f} hours of wall time at two notebooks at a time.'
             + missing)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
