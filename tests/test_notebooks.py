@@ -99,12 +99,12 @@ def _figures(folder, nb):
     return {SEED_PNG.sub('', p.name) for p in Path(folder).glob(f'{nb}_*.seed*.png')}
 
 
-@pytest.mark.parametrize('nb', EXPERIMENTS)
 def _claim_keys(folder, paper):
     return {(f.stem, c['key']) for f in Path(folder).glob('*.json') if paper_of_notebook(f.stem + '.ipynb') == paper
             for c in json.loads(f.read_text())}
 
 
+@pytest.mark.parametrize('nb', EXPERIMENTS)
 def test_smoke_writes_what_tiny_writes(nb, smoke):
     """Smoke writes the records (paper, item, dataset, method, metric) and figures that the committed tiny run has,
     once that run is current (a run the re-run ledger lists was made by older code, which may have written others).
