@@ -626,17 +626,21 @@ def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
     return out
 
 def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None) -> pd.DataFrame:
-    """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`: the notebook's own time in its
-    last finished run of that seed (else the mean over its other seeds), plus the making of every model and feature set
-    that run used and the cache at `cache_root` lacks, each once, charged to the first run that needs it in the order
-    given. A run whose versions changed (a bumped method, recipe or stand-in) makes all of its artifacts again, under new
-    keys. A run recorded before runs listed their artifacts gives only its own time: `lower_bound` says so. One row per
-    run: `minutes`, of which `making`, `lower_bound`, and its `basis`. The estimate is for the machine and threads the
-    recorded runs had; `plan_wall` turns it into wall time."""
+    """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`, preferring runs made on
+    today's code (those the re-run ledger does not list): that seed's run, else the mean over the notebook's other seeds'
+    (else, where every run is listed, the same on the older runs), of the notebook's own time, plus the making of every
+    model and feature set that run used and the cache at `cache_root` lacks, each once per seed, charged to the first
+    run that needs it in the order given. Another seed's run tells how long its models took, not whether this seed's are
+    cached: they are all counted. A run whose versions changed (a bumped method, recipe or stand-in) makes all of its
+    artifacts again, under new keys. A run recorded before runs listed their artifacts gives only its own time:
+    `lower_bound` says so. One row per run: `minutes`, of which `making`, `lower_bound`, and its `basis`. The estimate
+    is for the machine and threads the recorded runs had; `plan_wall` turns it into wall time."""
     res_dir, cache = Path(res_dir), Path(cache_root) if cache_root else ArtifactCache().root
-    reg, charged, rows = registered_versions(), set(), []
+    reg, charged, rows, listed = registered_versions(), set(), [], pending_runs(res_dir)
     for stem, seed in runs:
-        last = _last_runs(res_dir, stem)
+        every = _last_runs(res_dir, stem)
+        today = {s: q for s, q in every.items() if (stem, s) not in listed}
+        last = today or every
         if not last:
             rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False, basis='never ran: unknown')); continue
         p = last.get(seed)
@@ -646,12 +650,14 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         making = 0.
         for a, secs in (ps[0].get('artifacts') or {}).items():
             kind, key = a.split('/', 1)
-            if a in charged or (not bumped and (cache/kind/f'{key}.pt').exists()): continue
-            charged.add(a); making += secs or 0.
+            if (a, seed) in charged or (p and not bumped and (cache/kind/f'{key}.pt').exists()): continue
+            charged.add((a, seed)); making += secs or 0.
         unlisted = 'artifacts' not in ps[0]
         basis = (f'seed {seed}\'s last run' if p else f'the mean of seeds {" ".join(map(str, sorted(last)))}') + \
+                (' on today\'s code' if today else ', made on older code (the ledger lists every run)') + \
                 ('; it did not list its models: their making is not counted' if unlisted else
-                 '; versions changed: every model made again' if bumped else '; models the cache holds are not made again')
+                 '; versions changed: every model made again' if bumped else
+                 '; models the cache holds are not made again' if p else '; its models all made for this seed')
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted, basis=basis))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])
 
