@@ -95,6 +95,16 @@ def _record_keys(path):
     return set(map(tuple, pd.read_csv(path)[RECORD_KEY].astype(str).itertuples(index=False)))
 
 
+# BCT eq. 9's update gain is recorded only where the paragon beats (old, old) (bct.compatibility: the equation means
+# nothing below it), which a smoke slice need not reach: smoke may lack such a record, never add one tiny lacks
+DEFINED_WHERE_REACHED = re.compile(r'^update gain \(')
+
+def _differences(smoke_keys, tiny_keys):
+    "(only in smoke, only in tiny) record keys, the tiny-only records that smoke need not reach left out."
+    only_tiny = {k for k in tiny_keys - smoke_keys if not DEFINED_WHERE_REACHED.match(k[-1])}
+    return sorted(smoke_keys - tiny_keys), sorted(only_tiny)
+
+
 def _figures(folder, nb):
     return {SEED_PNG.sub('', p.name) for p in Path(folder).glob(f'{nb}_*.seed*.png')}
 
@@ -102,6 +112,14 @@ def _figures(folder, nb):
 def _claim_keys(folder, paper):
     return {(f.stem, c['key']) for f in Path(folder).glob('*.json') if paper_of_notebook(f.stem + '.ipynb') == paper
             for c in json.loads(f.read_text())}
+
+
+def test_smoke_may_lack_only_the_update_gains_it_does_not_reach():
+    k = lambda m: ('BCT', 'Table 1', 'ijbc', 'new / old', m)
+    tiny = {k('TAR@FAR=1e-4'), k('update gain (TAR@FAR=1e-4)')}
+    assert _differences({k('TAR@FAR=1e-4')}, tiny) == ([], [])
+    assert _differences({k('update gain (TAR@FAR=1e-4)')}, tiny) == ([], [k('TAR@FAR=1e-4')])
+    assert _differences(tiny | {k('update gain (rank1)')}, tiny) == ([k('update gain (rank1)')], [])
 
 
 @pytest.mark.parametrize('nb', EXPERIMENTS)
@@ -119,9 +137,9 @@ def test_smoke_writes_what_tiny_writes(nb, smoke):
         assert a == b, f'{nb}: smoke and tiny claims differ\nonly in smoke: {sorted(a - b)}\nonly in tiny: {sorted(b - a)}'
         return
     assert tiny.exists(), f'no committed tiny records of {nb} ({tiny}): compatrepro reproduce --scale tiny --only {nb}'
-    a, b = _record_keys(rec), _record_keys(tiny)
-    assert a == b, (f'{nb}: smoke and tiny records differ\nonly in smoke: {sorted(a - b)}\n'
-                    f'only in the committed tiny ones: {sorted(b - a)}')
+    only_smoke, only_tiny = _differences(_record_keys(rec), _record_keys(tiny))
+    assert not only_smoke and not only_tiny, (f'{nb}: smoke and tiny records differ\nonly in smoke: {only_smoke}\n'
+                                              f'only in the committed tiny ones: {only_tiny}')
     fa = _figures(smoke.dir/'figures', nb)
     fb = {SEED_PNG.sub('', f) for f in json.loads((TINY/'runs'/f'{nb}.seed0.json').read_text()).get('figures', {}).values()}   # what that run drew
     assert fa == fb, f'{nb}: smoke and tiny figures differ\nonly in smoke: {sorted(fa - fb)}\nonly in tiny: {sorted(fb - fa)}'
