@@ -4,6 +4,7 @@
 
 # %% ../nbs/16_bct.ipynb #ec71f3e2
 from __future__ import annotations
+import re
 import numpy as np, pandas as pd
 from .core import ExperimentParams
 from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
@@ -13,8 +14,9 @@ from .backfill import class_backfill_search
 from .report import paper_value
 
 # %% auto #0
-__all__ = ['BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT', 'BCT_HEADLINE', 'rate_tag', 'face_features', 'face_data', 'face_test',
-           'compatibility', 'face_backfill', 'face_points', 'record_compatibility', 'update_gains']
+__all__ = ['BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT', 'BCT_HEADLINE', 'rate_tag', 'face_features', 'face_data', 'ijbc_media',
+           'face_media', 'face_test', 'compatibility', 'face_backfill', 'face_points', 'record_compatibility',
+           'update_gains']
 
 # %% ../nbs/16_bct.ipynb #81b1ee86
 BCT_FARS = (1e-5, 1e-4, 1e-3, 1e-2)   # BCT App. C, Table 8 (b): TAR@FAR
@@ -34,9 +36,23 @@ def face_data(params: ExperimentParams, split: str = 'ijbc') -> dict:
     "{part: dataset} of the IJB-C parts of `face_features`, at the run's scale (their templates, identities, G1/G2, pairs)."
     return {p: get_split(split, p, params.scale, params.data_root) for p in ('eval', 'query', 'gallery')}
 
+_IJBC_FRAME = re.compile(r'(?:^|/)(frames?/[^/]+)_\d+\.\w+$')   # .../frames/<video>_<frame>.png
+
+def ijbc_media(path: str) -> str:
+    """The media an IJB-C image comes from, read off its file name as the release names them: the video
+    `frames/<video>` of a frame `frames/<video>_<frame>.png`, else the still image itself (less its extension). IJB-C's
+    protocol files have no media column (IJB-A's had MEDIA_ID); insightface's list of media ids is this grouping."""
+    m = _IJBC_FRAME.search(str(path))
+    return m[1] if m else str(path).rsplit('.', 1)[0]
+
+def face_media(part) -> list[str]|None:
+    "The media of each image of an IJB-C `part` at paper scale (`ijbc_media` of its files); None on the stand-in, whose images are each a media of their own."
+    paths = getattr(part, 'paths', None)
+    return None if paths is None else [ijbc_media(p) for p in paths]
+
 def _templates(features, part) -> tuple:
     "(template features, identity and gallery half 'G1'/'G2' of each template) of one IJB-C `part` embedded as `features`."
-    _, T = template_features(features, part.templates)
+    _, T = template_features(features, part.templates, media_ids=face_media(part))
     _, labels = template_labels(part.templates, part.labels); _, halves = template_labels(part.templates, part.gallery_set)
     return T, labels, np.array([f'G{x}' for x in halves])
 
@@ -49,7 +65,9 @@ def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FP
         for p, d in (('eval', ev), ('query', q), ('gallery', g)):
             if len(f[p]) != len(d.labels): raise ValueError(f"{nm}['{p}'] has {len(f[p])} features for {len(d.labels)} images of the {p} part")
     pairs = np.asarray(ev.template_pairs)
-    v = pair_verification(template_features(first['eval'], ev.templates), template_features(second['eval'], ev.templates),
+    med = face_media(ev)
+    v = pair_verification(template_features(first['eval'], ev.templates, media_ids=med),
+                          template_features(second['eval'], ev.templates, media_ids=med),
                           pairs[:, :2], pairs[:, 2].astype(bool), far=fars)
     out = {}
     for r in fars: out[f'TAR@FAR={rate_tag(r)}'], out[f'false accepts@FAR={rate_tag(r)}'] = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
@@ -114,7 +132,8 @@ def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
     r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), per metric:
     ours from the means over every seed recorded so far under `item`, NaN where the means fail eq. 2 (BCT sec. 3.3:
     "the update gain is only valid when Eq. (2) is satisfied") or the paragon does not beat the reference; the paper's
-    as it prints it (`update gain (<metric>)` in `docs/paper_values.csv`), NaN where it prints none."""
+    as it prints it (`update gain (<metric>)` in `docs/paper_values.csv`), NaN where it prints none; and eq. 9 on the
+    paper's own printed accuracies (`paper, eq. 9`), which shows how the printed gain was computed (to its rounding)."""
     S = book.summary().query("item == @item and scale == @book.params.scale").set_index(['method', 'metric'])
     def ours(name, ref, top, m):
         try: v = [S.loc[(k, m), 'mean'] for k in (name, ref, top)]
@@ -124,11 +143,15 @@ def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
     def printed(name, m):
         v = paper_value(book.paper, item, name, f'update gain ({m})')
         return np.nan if v is None else v
+    def recomputed(name, ref, top, m):
+        v = [paper_value(book.paper, item, k, m) for k in (name, ref, top)]
+        return np.nan if None in v or not v[2] > v[1] else compatibility(*v)['update gain']
     out = {}
     for m in metrics:
         out[('ours', m)] = {name: ours(name, ref, top, m) for name, (ref, top) in pairs.items()}
         out[('paper', m)] = {name: printed(name, m) for name in pairs}
+        out[('paper, eq. 9', m)] = {name: recomputed(name, ref, top, m) for name, (ref, top) in pairs.items()}
     seeds = sorted(set(' '.join(S.seeds).split())) if len(S) else []
     print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, "
-          f"beside the paper's printed numbers")
+          f"beside the paper's printed numbers and eq. 9 on its printed accuracies")
     return pd.DataFrame(out).round(2)

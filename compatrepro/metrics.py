@@ -309,17 +309,42 @@ def flips(reference_hits, hits) -> tuple[int, int]:
     return int((~r & h).sum()), int((r & ~h).sum())
 
 # %% ../nbs/10_metrics.ipynb #cf00ba7f
-def template_features(features, template_ids, normalize_images: bool = False):
+def template_features(features, template_ids, normalize_images: bool = False, media_ids=None):
     r"""IJB-C template pooling: (sorted template ids, unit-length template features $\phi(t)$ (T, d)).
     $\phi(t) = \bar\phi_t/\lVert\bar\phi_t\rVert$, $\bar\phi_t$ the mean of the features $\phi(x)$ of the template's images
     (`features` (n, d), one `template_ids` entry per row). This is the usual IJB-C pooling; BCT does not state its pooling.
-    `normalize_images=True` $\ell_2$-normalises each image feature before the mean."""
+    `normalize_images=True` $\ell_2$-normalises each image feature before the mean.
+
+    `media_ids` (one per image; None: every image is its own media) pools per media first, as the NIST protocol and
+    insightface's IJB-C evaluation do (`image2template_feature` in recognition/_evaluation_/ijb/ijb_11.py and ijb_1n.py):
+    the images of one media of a template (the frames of one video; a still image alone) are averaged into a media
+    feature, the template's media features are summed, and the sum is $\ell_2$-normalised, so a video weighs as much as
+    one still image however many frames it has (summing or averaging the media gives the same unit vector). With one
+    media per image the two poolings agree: every template is the normalised mean of its images, and the result is
+    exactly the plain mean's. insightface normalises no image feature before pooling by default (its `use_norm_score`;
+    `normalize_images=True` is its other setting); it also multiplies each image feature by the face detector's score
+    and adds the flipped image's feature, which the package does not do."""
     x = as_features(features, 'features')
     ids = np.asarray(template_ids.cpu() if isinstance(template_ids, torch.Tensor) else template_ids)
     if ids.ndim != 1: raise ValueError(f"template_ids must be 1-d (one template id per image), got shape {ids.shape}")
     check_labels(ids, len(x), 'template_ids', 'features')
     uniq, inv = np.unique(ids, return_inverse=True)
     if normalize_images: x = prepare_features(x, 'cosine', 'features')
+    if media_ids is not None:
+        med = np.asarray(media_ids.cpu() if isinstance(media_ids, torch.Tensor) else media_ids)
+        if med.ndim != 1: raise ValueError(f"media_ids must be 1-d (one media id per image), got shape {med.shape}")
+        check_labels(med, len(x), 'media_ids', 'features')
+        # one group per (template, media): a media shared by two templates is pooled in each of them separately
+        code = pd.factorize(pd.Series(med, dtype=object))[0]
+        if (code < 0).any(): raise ValueError(f"media_ids hold {int((code < 0).sum())} missing values: give every image a media id")
+        _, first, grp = np.unique(inv.astype(np.int64) * (int(code.max()) + 1) + code, return_index=True, return_inverse=True)
+        if len(first) < len(x):           # some media hold several images (else: every image its own media, the plain mean)
+            g_t = torch.as_tensor(grp.ravel(), device=x.device)
+            m = torch.zeros(len(first), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, g_t, x)
+            m /= torch.bincount(g_t, minlength=len(first))[:, None].to(x.dtype)          # the mean of each media
+            out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(
+                0, torch.as_tensor(inv.ravel()[first], device=x.device), m)                # the sum of a template's media
+            return uniq, prepare_features(out, 'cosine', 'template features (the sum of a template\'s media is zero)')
     inv_t = torch.as_tensor(inv, device=x.device)
     out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, inv_t, x)
     out /= torch.bincount(inv_t, minlength=len(uniq))[:, None].to(x.dtype)

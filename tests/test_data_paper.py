@@ -9,6 +9,8 @@ from PIL import Image
 
 from compatrepro.data import get_split, list_splits
 from compatrepro.manifests import build_manifest, read_manifest, write_manifest, MANIFEST_NAME
+from compatrepro.metrics import template_features
+from compatrepro.bct import face_media
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -214,17 +216,23 @@ def test_roxford_and_ijbc(tmp_path):
     write_manifest(build_manifest('roxford5k', r), r/MANIFEST_NAME)             # gnd survives the manifest file
     assert get_split('roxford5k', 'query', 'paper', tmp_path).gnd[0]['easy'].tolist() == [0]
     j = tmp_path/'ijbc'; (j/'protocols').mkdir(parents=True)
-    for f in ('a.jpg', 'b.jpg', 'c.jpg', 'd.jpg'): img(j/'images'/f)
+    for f in ('a.jpg', 'b.jpg', 'c.jpg', 'd.jpg', 'img/7.jpg', 'frames/55_00010.png', 'frames/55_00020.png'): img(j/'images'/f)
     head = 'TEMPLATE_ID,SUBJECT_ID,FILENAME\n'
     (j/'protocols'/'ijbc_1N_gallery_G1.csv').write_text(head + '1,100,a.jpg\n')
     (j/'protocols'/'ijbc_1N_gallery_G2.csv').write_text(head + '2,200,b.jpg\n')
-    (j/'protocols'/'ijbc_1N_probe_mixed.csv').write_text(head + '3,100,c.jpg\n3,100,d.jpg\n4,200,d.jpg\n')
+    # probe template 5: two frames of video 55 and the still img/7.jpg, as the release names them
+    (j/'protocols'/'ijbc_1N_probe_mixed.csv').write_text(head + '3,100,c.jpg\n3,100,d.jpg\n4,200,d.jpg\n'
+                                                          '5,100,frames/55_00010.png\n5,100,img/7.jpg\n5,100,frames/55_00020.png\n')
     (j/'protocols'/'ijbc_11_G1_G2_matches.csv').write_text('1,3\n1,4\n')
     ev, pq = get_split('ijbc', 'eval', 'paper', tmp_path), get_split('ijbc', 'query', 'paper', tmp_path)
-    assert ev.template_pairs.tolist() == [[1, 3, 1], [1, 4, 0]] and pq.templates.tolist() == [3, 3, 4] and pq.labels.tolist() == [0, 0, 1]
+    assert ev.template_pairs.tolist() == [[1, 3, 1], [1, 4, 0]] and pq.templates.tolist() == [3, 3, 4, 5, 5, 5] and pq.labels.tolist() == [0, 0, 1, 0, 0, 0]
     assert tuple(ev[0][0].shape) == (3, 112, 112)
     gq = get_split('ijbc', 'gallery', 'paper', tmp_path)
-    assert gq.gallery_set.tolist() == [1, 2] and pq.gallery_set.tolist() == [0, 0, 0]   # G1/G2 from the protocol files
+    assert gq.gallery_set.tolist() == [1, 2] and pq.gallery_set.tolist() == [0] * 6   # G1/G2 from the protocol files
+    # media, as BCT's IJB-C tests pool a template (bct.face_media): the video of a frame, else the still itself
+    assert face_media(pq) == ['images/c', 'images/d', 'images/d', 'frames/55', 'images/img/7', 'frames/55']
+    _, T = template_features(np.array([[2., 0.], [0., 1.], [0., 1.], [2., 0.], [0., 1.], [0., 2.]]), pq.templates, media_ids=face_media(pq))
+    assert np.allclose(T[2].numpy(), np.array([1., 2.]) / np.sqrt(5))   # template 5: video mean (1, 1) + still (0, 1)
     (j/'protocols'/'ijbc_11_G1_G2_matches.csv').write_text('1,77\n')
     with pytest.raises(ValueError, match='no protocol file'):
         build_manifest('ijbc', j)
