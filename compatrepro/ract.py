@@ -14,7 +14,8 @@ from .core import ExperimentParams
 from .data import get_split
 from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
                                ract_compat, ract_recipe)
-from .metrics import retrieval_metrics
+from .retrieval import as_features, block_rows, prepare_features, ranking_distance
+from .metrics import Relevance, block_counts, retrieval_metrics
 from .backfill import backfill_curve, random_order
 from .experiments import eval_features, query_relevance
 from .report import least, linear
@@ -22,9 +23,10 @@ from .report import least, linear
 # %% auto #0
 __all__ = ['RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_FRACTIONS', 'RACT_TABLE_FRACTIONS', 'RACT_METHODS',
            'RACT_HOT_REFRESH_FIGURES', 'RACT_UNCERTAINTY_FIGURES', 'RACT_TABLE2_ALLOCATIONS', 'RACT_TABLE2_TESTS',
-           'RACT_TABLE_COLUMNS', 'RACT_SEQUENTIAL_SHARES', 'RACT_RELATED_ROWS', 'ract_test_name', 'ract_pretrained',
-           'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point', 'ract_random_curves',
-           'record_ract_curve', 'plot_ract_curves', 'within_share', 'ract_table']
+           'RACT_TABLE_COLUMNS', 'RACT_SEQUENTIAL_SHARES', 'RACT_RELATED_ROWS', 'RACT_READINGS', 'ract_test_name',
+           'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point',
+           'ract_random_curves', 'record_ract_curve', 'plot_ract_curves', 'within_share', 'ract_table',
+           'roxford_map_at', 'ract_readings']
 
 # %% ../nbs/17_ract.ipynb #4b58788d
 RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
@@ -86,7 +88,8 @@ def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101'
 
 class RACTEval(NamedTuple):
     """A RACT test set's features of each model, labels, medium-protocol relevance, metric, and the old system's
-    top-1 hits (NFR's reference) and metric (the curves' old/old star), both from one search."""
+    top-1 hits (NFR's reference) and metric (the curves' old/old star), both from one search; ROxford/RParis also
+    carry the hard protocol's relevance (`ract_readings`), None elsewhere."""
     query: dict
     gallery: dict
     query_labels: torch.Tensor
@@ -95,6 +98,7 @@ class RACTEval(NamedTuple):
     metric: str
     old_hits: np.ndarray
     old_point: float
+    hard_relevance: list|None = None
 
 def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
     "The features of every model of `specs` on the queries and gallery of `test` (`RACT_TESTS`), trained and extracted if missing."
@@ -106,7 +110,8 @@ def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
     old = retrieval_metrics(Fq['old'], Fg['old'], yq, yg, (metric, 'top1'), 'cosine', False, rel, per_query=True)
     hits = (old['top1'] > 50).to_numpy()     # NaN (nothing relevant) is a miss, as in retrieval_hits
     point = float(old[metric].sum() / max(old[metric].notna().sum(), 1))   # retrieval_metrics' mean over the valid queries
-    return RACTEval(Fq, Fg, yq, yg, rel, metric, hits, point)
+    hard = query_relevance(Q, 'hard') if getattr(Q, 'gnd', None) is not None else None
+    return RACTEval(Fq, Fg, yq, yg, rel, metric, hits, point, hard)
 
 def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=None, old: str = 'old') -> pd.DataFrame:
     r"""The hot-refresh curve of model `name`: its queries against the gallery backfilled from `old`'s features to its
@@ -185,3 +190,48 @@ RACT_TABLE2_TESTS = {'GLDv2-test': 'GLDv2', 'ROxford': 'ROxford', 'RParis': 'RPa
 RACT_TABLE_COLUMNS = tuple(_pct(t) for t in RACT_TABLE_FRACTIONS)     # '0%', '20%', ..., '100%'
 RACT_SEQUENTIAL_SHARES = (30, 60, 80, 100)                            # sec. 5.4: % of the training data, old model to 3rd generation
 RACT_RELATED_ROWS = ('vanilla', 'ours', 'BCT', 'FD', 'BCT + ours')    # Figures 16 and 17
+
+# %% ../nbs/17_ract.ipynb #5c1e0a42
+RACT_READINGS = ('rmAP (hard)', 'mAP@10')   # the labelled ROxford/RParis numbers beside the default medium rmAP
+
+def roxford_map_at(query, gallery, relevance, k: int = 10, distance: str = 'cosine', per_query: bool = False):
+    r"""ROxford/RParis AP cut at rank `k` (sec. 5.1's "mAP@10" read literally): revisitop's trapezoid AP of the ranking
+    with the junk of `relevance` [(positives, junk), ...] removed first, counting only the positives at 0-based rank
+    $r_i < k$ and dividing by all the query's positives. In percent: the mean over the queries with positives, or with
+    `per_query` each query's (NaN where it has none). Ties rank the non-relevant items first, as `retrieval_metrics`."""
+    if int(k) != k or k < 1: raise ValueError(f"k={k!r}: a rank cut-off of at least 1")
+    q = prepare_features(as_features(query, 'query'), distance, 'query')
+    g = prepare_features(as_features(gallery, 'gallery', device=q.device), distance, 'gallery')
+    if q.shape[1] != g.shape[1]: raise ValueError(f"query has feature dimension {q.shape[1]} but gallery has {g.shape[1]}")
+    g = g.to(q.dtype)
+    m, n = len(q), len(g)
+    rel = Relevance(m, n, relevance=relevance, device=q.device)
+    out = torch.full((m,), float('nan'), dtype=torch.float64)
+    bs = block_rows(m, n, 48)
+    for s in range(0, m, bs):
+        e = min(s + bs, m)
+        pos, ign = rel.block(s, e)
+        S, C, npos = block_counts(ranking_distance(q[s:e], g, distance), pos, ign)
+        i = torch.arange(S.shape[2], dtype=torch.float64, device=q.device)[None]
+        r = i + C[:, 0].double()                                  # junk-free 0-based rank of the i-th positive
+        p0 = torch.where(r > 0, i / r.clamp_min(1), 1.)
+        keep = (i < npos[:, None]) & (r < k)
+        ap = torch.where(keep, (p0 + (i + 1) / (r + 1)) / 2, 0.).sum(-1) / npos.double().clamp_min(1)
+        out[s:e] = torch.where(npos > 0, 100 * ap, float('nan')).cpu()
+    if per_query: return out.numpy()
+    ok = ~out.isnan()
+    if not ok.any(): raise ValueError("no query has a positive in the gallery: there is no mean AP to take")
+    return float(out[ok].mean())
+
+def ract_readings(E: RACTEval, rows=(), old: str = 'old') -> dict:
+    r"""{row: {'rmAP (hard)': ..., 'mAP@10': ...}} on a ROxford/RParis test (`RACT_READINGS`): for `old` itself its
+    queries against its gallery (old/old), for each of `rows` the row's new queries against `old`'s gallery (Table 2's
+    0 % cells). The hard protocol's mAP of the whole ranking (`E.hard_relevance`) and the medium protocol's AP cut at
+    rank 10 (`roxford_map_at`); the default medium `rmAP` stays `E.metric`'s."""
+    if E.hard_relevance is None: raise ValueError("the test has no hard protocol: only ROxford and RParis carry revisitop's gnd")
+    out = {}
+    for row in dict.fromkeys((old, *rows)):
+        hard = retrieval_metrics(E.query[row], E.gallery[old], metrics=('rmAP',), distance='cosine', query_is_gallery=False,
+                                 relevance=E.hard_relevance)['rmAP']
+        out[row] = {'rmAP (hard)': hard, 'mAP@10': roxford_map_at(E.query[row], E.gallery[old], E.relevance, 10)}
+    return out

@@ -133,6 +133,27 @@ def test_ract_roxford_metric_is_revisitops_medium_map():
                           relevance=roxford_relevance(ns['gnd']))
 
 
+B_READING = 'B: compute_map(junk-free ranking[:10]) per query -- junk removed first, then cut at 10, AP / all positives'
+
+
+@pytest.mark.parametrize('protocol', ['medium', 'hard', 'easy'])
+def test_ract_labelled_map_at_10_is_reading_b(protocol):
+    """RACT's labelled second ROxford/RParis number, 'mAP@10' (ract.roxford_map_at), is reading B of sec. 5.1's
+    "mAP@10" computed with revisitop's functions (junk removed, cut at 10, divided by all positives), per query and in
+    the mean, and is not the default number (revisitop's full-ranking mAP, which OpenCompatible returns)."""
+    from compatrepro.ract import roxford_map_at
+    c = case(ROX, f'{protocol}_protocol'); ns = regenerate(c)
+    rel = roxford_relevance(ns['gnd'], protocol)
+    v = roxford_map_at(ns['Q'], ns['X'], rel, 10)
+    assert v == pytest.approx(c['truncation_readings'][B_READING], abs=TOL)
+    if protocol == 'medium': assert not close(v, c['authors']['mAP'])
+    pq = roxford_map_at(ns['Q'], ns['X'], rel, 10, per_query=True)
+    assert int(np.isnan(pq).sum()) == c['authors']['n_empty']
+    full = retrieval_metrics(ns['Q'], ns['X'], metrics=('rmAP',), distance='cosine', query_is_gallery=False, relevance=rel, per_query=True)['rmAP'].to_numpy()
+    assert np.all(pq[~np.isnan(pq)] <= full[~np.isnan(full)] + TOL)      # a cut only removes terms
+    assert roxford_map_at(ns['Q'], ns['X'], rel, len(ns['X'])) == pytest.approx(c['authors']['mAP'], abs=TOL)   # no cut: the full mAP
+
+
 # ---------------------------------------------------------------- 3. GLDv2 mAP@100, Kaggle's MeanAveragePrecision
 GLD = load('gldv2_map100')
 

@@ -16,7 +16,7 @@ import numpy as np, pandas as pd, pytest, torch, torchvision
 from compatrepro import train as T
 from compatrepro.core import ExperimentParams
 from compatrepro.data import get_split
-from compatrepro.ract import RACT_FRACTIONS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_specs
+from compatrepro.ract import RACT_FRACTIONS, RACT_READINGS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_readings, ract_specs
 from compatrepro.metrics import retrieval_hits, retrieval_metrics
 from compatrepro.pipeline import cached_backbone, get_backbone
 from test_data_paper import img
@@ -119,6 +119,11 @@ def test_ract_paper_scale_trains_and_evaluates(tmp_path, monkeypatch):
             assert 0 <= old_old <= 100 and np.isclose(old_old, retrieval_metrics(
                 E.query['old'], E.gallery['old'], metrics=(metric,), distance='cosine', query_is_gallery=False,
                 relevance=E.relevance)[metric])
+            if test == 'GLDv2-test': assert E.hard_relevance is None
+            else:   # the hard protocol: hard images positive, junk and easy ones ignored; the labelled readings of Table 2's cells
+                assert [p.tolist() for p, _ in E.hard_relevance] == [[1], []] and [j.tolist() for _, j in E.hard_relevance] == [[2, 0], [3]]
+                rd = ract_readings(E, ('ours',))
+                assert list(rd) == ['old', 'ours'] and all(list(v) == list(RACT_READINGS) and all(0 <= x <= 100 for x in v.values()) for v in rd.values())
         assert loaded == [('resnet50', weights)]*2                                             # evaluation trained nothing more
         for name in ('roxford5k', 'rparis6k'):   # revisitop crops the queries to their boxes; gallery images stay whole
             q, g = (get_split(name, part, 'paper', str(root)) for part in ('query', 'gallery'))
