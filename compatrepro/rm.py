@@ -21,12 +21,13 @@ from .experiments import (UpdateSetup, best_of, curve_auc, eval_features, query_
 
 # %% auto #0
 __all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_CONVERGENCE_TOL',
-           'RM_TAUS', 'RM_OPEN_CLASS', 'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval', 'rm_transformation_spec',
-           'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'rm_report', 'doubling_check', 'rm_convergence',
-           'RMUpgrade', 'rm_upgrade', 'rm_comparison', 'rm_loss_ablation', 'rm_temperature_sweep', 'rm_order_ablation',
-           'rm_open_class', 'rm_key', 'rm_rises', 'rm_rises_claims', 'rm_merge_claims', 'rm_table1_claims',
-           'rm_heterogeneous_claims', 'rm_loss_claims', 'rm_beats_everywhere', 'rm_open_class_claims',
-           'rm_order_claims', 'rm_upgrade_check', 'rm_convergence_claims']
+           'RM_TAUS', 'RM_OPEN_CLASS', 'RACT_LEARNS_WITHIN', 'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval',
+           'rm_transformation_spec', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'rm_report',
+           'doubling_check', 'rm_convergence', 'RMUpgrade', 'rm_upgrade', 'rm_comparison', 'rm_loss_ablation',
+           'rm_temperature_sweep', 'rm_order_ablation', 'rm_open_class', 'rm_key', 'rm_rises', 'rm_rises_claims',
+           'rm_merge_claims', 'rm_ract_learns_check', 'rm_table1_claims', 'rm_heterogeneous_claims', 'rm_loss_claims',
+           'rm_beats_everywhere', 'rm_open_class_claims', 'rm_order_claims', 'rm_upgrade_check',
+           'rm_convergence_claims']
 
 # %% ../nbs/18_rm.ipynb #35e74248
 class RMData(NamedTuple):
@@ -289,6 +290,15 @@ def rm_merge_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str 
         if end == 'above': C.claim(f'{key}-{k}-ends-above-new/{x}', diff(m1, n1))
         else: C.claim(f'{key}-{k}-ends-at-or-above-new/{x}', linear({m1: 1., n1: -1.}, 1.))
 
+RACT_LEARNS_WITHIN = 10.   # top-1 points RACT's model may end below the independent new model's and still count as learned
+
+def rm_ract_learns_check(C: ClaimSet, key: str, item: str):
+    """The check that the RACT row is a baseline that learned (its model's self-test at t = 1, fully backfilled, within
+    `RACT_LEARNS_WITHIN` points of top-1 of the independent new model's; a collapsed RACT would make "RM beats RACT" hold
+    against a broken baseline), key `{key}-ract-learns`."""
+    return C.claim(f'{key}-ract-learns', linear({(item, 'RACT', 'top1 at t=1.0'): 1., (item, 'new', 'top1 at t=1.0'): -1.},
+                                                RACT_LEARNS_WITHIN))
+
 def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_100: bool = False, side_info: str = 'helps',
                      merge: bool = True, competitive_top1=('BCT', 'BiCT')):
     """Claim 2 (see above) on Table 1 or A2 `item` (its name starts with 'Table 1' or 'Table A2'), with RM's merge
@@ -310,6 +320,7 @@ def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_1
         if table1:
             for k in (('BCT', 'BiCT') if x == m else competitive_top1):
                 C.claim(f'{key}-rm-naive-competitive-over-{rm_key(k)}/AUC_{x}', diff(auc('RM naive', x), auc(k, x)))
+    rm_ract_learns_check(C, key, item)
     C.claim(f'{key}-bct-gain-not-impressive', diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
     if gain_over_100: C.claim(f'{key}-rm-gain-over-100', above((item, 'RM', 'Gain (%)'), 100.))
     if merge: rm_merge_claims(C, key, item, data, 'RM')
@@ -347,6 +358,7 @@ def rm_open_class_claims(C: ClaimSet, key: str, item: str, data: RMData):
     for x in ('top1', data.map_metric):
         C.claim(f'{key}-rm-above-ract-during/{x}', rm_beats_everywhere(item, 'RM', 'RACT', x))
         C.claim(f'{key}-ract-ends-below-new/{x}', diff((item, 'new', f'{x} at t=1.0'), (item, 'RACT', f'{x} at t=1.0')))
+    rm_ract_learns_check(C, key, item)
     rm_merge_claims(C, key, item, data, 'RM naive'); rm_merge_claims(C, key, item, data, 'RM', end='above')
 
 def rm_order_claims(C: ClaimSet, key: str, item: str, data: RMData):
