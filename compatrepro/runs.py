@@ -552,24 +552,38 @@ def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFram
     return d.assign(hours=d.notebooks + d.making).set_index(['paper', 'seed'])
 
 def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
-    """One line: the mean hours per seed of each paper and of all four, from `run_hours`, 'at least' where some of its
-    runs could not be counted whole, and what could not be counted."""
+    """One line: the mean hours per seed of each paper and of all four, from `run_hours`, over the seeds whose runs are
+    all on today's code (none of them in the re-run ledger: a run made by older code may have trained other models),
+    'at least' where some of its runs could not be counted whole; the papers with no such seed are named as not yet
+    measured, and what could not be counted is said."""
     h = run_hours(results, scale)
     if h.empty: return f'No finished {scale} run has recorded its duration yet.'
-    per = h.hours.groupby(level='paper', sort=False).mean()
-    low = ((h.unrecorded > 0) | (h.unlisted > 0)).groupby(level='paper', sort=False).any()   # a lower bound
-    hours = lambda k, v: ('at least ' if low[k] else '') + f'{v:.1f}'
-    seeds = sorted(h.index.get_level_values('seed').unique())
-    every = h.loc[ALL_PAPERS]
+    listed = {(paper_of_notebook(nb + '.ipynb'), s) for nb, s in pending_runs(Path(results)/scale)}
+    papers = [p for p in dict.fromkeys(h.index.get_level_values('paper')) if p != ALL_PAPERS]
+    ok = lambda p, s: (p, s) not in listed and (p, s) in h.index
+    # a seed counts for the four papers together where every paper's runs of it are on today's code
+    today = h[[ok(p, s) if p != ALL_PAPERS else all(ok(q, s) for q in papers) for p, s in h.index]]
+    per = today.hours.groupby(level='paper', sort=False).mean()
+    low = ((today.unrecorded > 0) | (today.unlisted > 0)).groupby(level='paper', sort=False).any()   # a lower bound
+    seeds = lambda k: today.loc[k].index.tolist()
+    hours = lambda k: ('at least ' if low[k] else '') + f'{per[k]:.1f} (seed{"s" if len(seeds(k)) > 1 else ""} {", ".join(map(str, seeds(k)))})'
+    done, notyet = [p for p in papers if p in per.index], [p for p in papers if p not in per.index]
+    if ALL_PAPERS in per.index:
+        total = (f'; {ALL_PAPERS} {hours(ALL_PAPERS)}, {"at least" if low[ALL_PAPERS] else "about"} {per[ALL_PAPERS]/2:.1f} '
+                 'hours of wall time at two notebooks at a time.')
+    else:
+        total = (f'; not yet measured on today\'s code: {", ".join(notyet)} (each of their seeds has runs pending a re-run). '
+                 f'{ALL_PAPERS}: known once every paper is measured; those measured add up to {"at least " if low[done].any() else ""}'
+                 f'{per[done].sum():.1f} hours of one thread, about {per[done].sum()/2:.1f} of wall time at two notebooks at a time '
+                 '(less the models they share).' if done else
+                 ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a re-run).')
+    every = today   # what the numbers above rest on
     missing = (f" Not counted: {int(every.unrecorded.max())} artifact(s) saved before their making time was written"
                f" and {int(every.unlisted.max())} run(s) that did not list their artifacts (the most of any seed)."
                if (every.unrecorded > 0).any() or (every.unlisted > 0).any() else '')
-    return (f'Run time per seed at {scale} scale from an empty cache (hours of one thread: the notebooks and the making of '
-            f'every model and feature set they used, each once; mean over seeds {", ".join(map(str, seeds))}): '
-            + ', '.join(f'{k} {hours(k, v)}' for k, v in per.drop(ALL_PAPERS).items())
-            + f'; {ALL_PAPERS} {hours(ALL_PAPERS, per[ALL_PAPERS])}, {"at least" if low[ALL_PAPERS] else "about"} '
-            f'{per[ALL_PAPERS]/2:.1f} hours of wall time at two notebooks at a time.'
-            + missing)
+    return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the notebooks and '
+            f'the making of every model and feature set they used, each once; the mean over the seeds whose runs are all '
+            f'current)' + (': ' + ', '.join(f'{k} {hours(k)}' for k in done) if done else '') + total + missing)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
 def _mark_finished(res_dir: Path, job: NotebookJob, seed: int):
