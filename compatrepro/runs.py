@@ -573,14 +573,14 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
                  'hours of wall time at two notebooks at a time.')
     else:
         total = (f'; not yet measured on today\'s code: {", ".join(notyet)} (each of their seeds has runs pending a re-run). '
-                 f'{ALL_PAPERS}: known once every paper is measured; those measured add up to {"at least " if low[done].any() else ""}'
+                 f'{ALL_PAPERS.capitalize()}: known once every paper is measured; those measured add up to {"at least " if low[done].any() else ""}'
                  f'{per[done].sum():.1f} hours of one thread, about {per[done].sum()/2:.1f} of wall time at two notebooks at a time '
                  '(less the models they share).' if done else
                  ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a re-run).')
     every = today   # what the numbers above rest on
-    missing = (f" Not counted: {int(every.unrecorded.max())} artifact(s) saved before their making time was written"
-               f" and {int(every.unlisted.max())} run(s) that did not list their artifacts (the most of any seed)."
-               if (every.unrecorded > 0).any() or (every.unlisted > 0).any() else '')
+    gaps = [f'{n} {what}' for n, what in ((int(every.unrecorded.max()), 'artifact(s) saved before their making time was written'),
+                                          (int(every.unlisted.max()), 'run(s) that did not list their artifacts')) if n]
+    missing = f" Not counted: {' and '.join(gaps)} (the most of any seed)." if gaps else ''
     return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the notebooks and '
             f'the making of every model and feature set they used, each once; the mean over the seeds whose runs are all '
             f'current)' + (': ' + ', '.join(f'{k} {hours(k)}' for k in done) if done else '') + total + missing)
