@@ -577,9 +577,8 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
                  f'{per[done].sum():.1f} hours of one thread, about {per[done].sum()/2:.1f} of wall time at two notebooks at a time '
                  '(less the models they share).' if done else
                  ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a re-run).')
-    every = today   # what the numbers above rest on
-    gaps = [f'{n} {what}' for n, what in ((int(every.unrecorded.max()), 'artifact(s) saved before their making time was written'),
-                                          (int(every.unlisted.max()), 'run(s) that did not list their artifacts')) if n]
+    gaps = [f'{n} {what}' for n, what in ((int(today.unrecorded.max()), 'artifact(s) saved before their making time was written'),
+                                          (int(today.unlisted.max()), 'run(s) that did not list their artifacts')) if n]
     missing = f" Not counted: {' and '.join(gaps)} (the most of any seed)." if gaps else ''
     return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the notebooks and '
             f'the making of every model and feature set they used, each once; the mean over the seeds whose runs are all '
