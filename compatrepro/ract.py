@@ -14,8 +14,8 @@ from .core import ExperimentParams
 from .data import get_split
 from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
                                ract_compat, ract_recipe)
-from .retrieval import as_features, block_rows, prepare_features, ranking_distance
-from .metrics import Relevance, block_counts, retrieval_metrics
+from .retrieval import block_rows, ranking_distance
+from .metrics import _setup, block_counts, retrieval_metrics
 from .backfill import backfill_curve, random_order
 from .experiments import eval_features, query_relevance
 from .report import least, linear
@@ -200,12 +200,8 @@ def roxford_map_at(query, gallery, relevance, k: int = 10, distance: str = 'cosi
     $r_i < k$ and dividing by all the query's positives. In percent: the mean over the queries with positives, or with
     `per_query` each query's (NaN where it has none). Ties rank the non-relevant items first, as `retrieval_metrics`."""
     if int(k) != k or k < 1: raise ValueError(f"k={k!r}: a rank cut-off of at least 1")
-    q = prepare_features(as_features(query, 'query'), distance, 'query')
-    g = prepare_features(as_features(gallery, 'gallery', device=q.device), distance, 'gallery')
-    if q.shape[1] != g.shape[1]: raise ValueError(f"query has feature dimension {q.shape[1]} but gallery has {g.shape[1]}")
-    g = g.to(q.dtype)
+    q, g, rel = _setup(query, gallery, None, None, distance, False, relevance)   # retrieval_metrics' own checks
     m, n = len(q), len(g)
-    rel = Relevance(m, n, relevance=relevance, device=q.device)
     out = torch.full((m,), float('nan'), dtype=torch.float64)
     bs = block_rows(m, n, 48)
     for s in range(0, m, bs):
