@@ -11,6 +11,9 @@ retrieval (query = gallery, cosine) for each comparison pair on two image sets:
 - seen: the training images of the old model's identities (`imdbface-50`, part 'train'): both models trained on them;
 - unseen: IJB-C's 1:1 images (`ijbc`, part 'eval'): subjects no model trains on (the notebook's test set).
 
+The same for `32_bct_chain`'s chain (φ1 on 25 % of IMDB-Face, φ2 on 50 % with BCT towards φ1, φ3 on all of it with BCT
+towards φ2): (φ2, φ1) and (φ3, φ1) on φ1's training images (`imdbface-25`, 'train'), (φ3, φ2) on φ2's (`imdbface-50`).
+
     python benchmarks/bct_seen_unseen.py --cache ~/.cache/compatrepro --seeds 0 1 2
 
 A pair (a, b) embeds the queries with a and the gallery with b. Rows: seed, set, pair, rank1 (percent)."""
@@ -20,7 +23,10 @@ import numpy as np, pandas as pd
 
 PAIRS = [('old', 'old'), ('new', 'old'), ('new-l2 (MSE)', 'old'), ('new-β', 'old'), ('new-β-kd', 'old'),
          ('new-β-sys', 'old'), ('new-β', 'new-β'), ('new-β-kd', 'new-β-kd'), ('new-β-sys', 'new-β-sys'), ('new', 'new')]
-SETS = {'seen (imdbface-50 train)': ('imdbface-50', 'train'), 'unseen (IJB-C eval)': ('ijbc', 'eval')}
+CHAIN = [('φ1', 'φ1'), ('φ2', 'φ1'), ('φ3', 'φ1'), ('φ2', 'φ2'), ('φ3', 'φ2'), ('φ3', 'φ3')]   # 32_bct_chain's Table 4
+SETS = {'seen (imdbface-50 train)': ('imdbface-50', 'train', PAIRS + [('φ2', 'φ2'), ('φ3', 'φ2')]),
+        'seen by φ1 (imdbface-25 train)': ('imdbface-25', 'train', [('φ1', 'φ1'), ('φ2', 'φ1'), ('φ3', 'φ1')]),
+        'unseen (IJB-C eval)': ('ijbc', 'eval', PAIRS + CHAIN)}
 
 
 def main(argv=None):
@@ -32,18 +38,21 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.cache: os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
     from compatrepro.core import ExperimentParams
-    from compatrepro.experiments import update_specs
+    from dataclasses import replace
+    from compatrepro.experiments import update_specs, BASELINES
     from compatrepro.metrics import retrieval_hits
     from compatrepro.pipeline import get_features
     rows = []
     for seed in a.seeds:
         specs = update_specs(ExperimentParams(seed=seed, scale='tiny'), 'imdbface-50', 'imdbface',
                              ['new-l2 (MSE)', 'new-β', 'new-β-kd', 'new-β-sys'])
-        for name, (split, part) in SETS.items():
-            F = {k: get_features(specs[k], split, part) for k in {m for p in PAIRS for m in p}}
-            y = F['old']['labels'].numpy()
+        s12 = update_specs(ExperimentParams(seed=seed, scale='tiny'), 'imdbface-25', 'imdbface-50', ['new-β'])   # as 32_bct_chain
+        specs |= {'φ1': s12['old'], 'φ2': s12['new-β'], 'φ3': replace(specs['new'], compat=BASELINES['new-β'](s12['new-β']))}
+        for name, (split, part, pairs) in SETS.items():
+            F = {k: get_features(specs[k], split, part) for k in {m for p in pairs for m in p}}
+            y = next(iter(F.values()))['labels'].numpy()
             keep = np.sort(np.random.default_rng(seed).permutation(len(y))[:a.max_images])
-            for q, g in PAIRS:
+            for q, g in pairs:
                 hits = retrieval_hits(F[q]['features'][keep], F[g]['features'][keep], y[keep], y[keep], k=1,
                                       distance='cosine', query_is_gallery=True)
                 rows.append(dict(seed=seed, set=name, pair=f'{q} / {g}', rank1=100*float(hits.mean())))
@@ -51,7 +60,7 @@ def main(argv=None):
     df = pd.DataFrame(rows)
     if a.out: df.to_csv(a.out, index=False)
     print('\nmean over seeds (rank-1, percent):')
-    print(df.pivot_table(index='pair', columns='set', values='rank1', aggfunc='mean').reindex([f'{q} / {g}' for q, g in PAIRS]).round(2).to_string())
+    print(df.pivot_table(index='pair', columns='set', values='rank1', aggfunc='mean').reindex(list(dict.fromkeys(f'{q} / {g}' for q, g in PAIRS + CHAIN))).round(2).to_string())
 
 
 if __name__ == '__main__':
