@@ -15,7 +15,7 @@ from .data import get_split
 from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
                                ract_compat, ract_recipe)
 from .retrieval import block_rows, ranking_distance
-from .metrics import _setup, block_counts, retrieval_metrics
+from .metrics import _setup, block_counts, per_query_values, retrieval_metrics
 from .backfill import backfill_curve, random_order
 from .experiments import eval_features, query_relevance
 from .report import least, linear
@@ -206,13 +206,11 @@ def roxford_map_at(query, gallery, relevance, k: int = 10, distance: str = 'cosi
     bs = block_rows(m, n, 48)
     for s in range(0, m, bs):
         e = min(s + bs, m)
-        pos, ign = rel.block(s, e)
-        S, C, npos = block_counts(ranking_distance(q[s:e], g, distance), pos, ign)
-        i = torch.arange(S.shape[2], dtype=torch.float64, device=q.device)[None]
-        r = i + C[:, 0].double()                                  # junk-free 0-based rank of the i-th positive
-        p0 = torch.where(r > 0, i / r.clamp_min(1), 1.)
-        keep = (i < npos[:, None]) & (r < k)
-        ap = torch.where(keep, (p0 + (i + 1) / (r + 1)) / 2, 0.).sum(-1) / npos.double().clamp_min(1)
+        S, C, npos = block_counts(ranking_distance(q[s:e], g, distance), *rel.block(s, e))
+        i = torch.arange(S.shape[2], device=q.device)[None, None]
+        # the positives ranked before k are a prefix (C grows with i): the full-ranking rmAP of that prefix, over all positives
+        n_k = ((i < npos[:, None, None]) & (i + C < k)).sum(-1)[:, 0]
+        ap = per_query_values(S, C, n_k, 'rmAP', None)[:, 0] * n_k.clamp_min(1) / npos.double().clamp_min(1)
         out[s:e] = torch.where(npos > 0, 100 * ap, float('nan')).cpu()
     if per_query: return out.numpy()
     ok = ~out.isnan()
