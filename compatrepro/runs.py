@@ -25,10 +25,10 @@ __all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PR
            'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
            'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'head_commit', 'unsettled_runs',
-           'declare_pending', 'settle_pending', 'pending_text', 'norm_item', 'paper_items', 'item_claims',
-           'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria', 'premise_table',
-           'premise_text', 'own_seconds', 'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads',
-           'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
+           'declare_pending', 'run_finished', 'settle_pending', 'pending_text', 'norm_item', 'paper_items',
+           'item_claims', 'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria',
+           'premise_table', 'premise_text', 'own_seconds', 'run_hours', 'run_hours_text', 'compare_records',
+           'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -329,12 +329,19 @@ def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: s
         if new: write_pending(res_dir, d)
     return d[d.notebook.isin(list(new))].reset_index(drop=True)
 
+def run_finished(res_dir: str|Path, notebook: str, seed: int) -> bool:
+    "Whether `reproduce` ran `notebook` (stem) with `seed` under `res_dir` to its end without an error (its provenance says so)."
+    p = Path(res_dir)/'runs'/f'{notebook}.seed{seed}.json'
+    return p.exists() and json.loads(p.read_text()).get('finished') is True
+
 def settle_pending(res_dir: str|Path, nbs_dir: str|Path) -> list[tuple[str, int]]:
-    "Take off the ledger of `res_dir` every listed run that is current now (it was re-run); return the runs taken off."
+    """Take off the ledger of `res_dir` every listed run that is current now and finished (it was re-run to its end: a
+    run still going, or killed, writes records of today's code before it ends); return the runs taken off."""
     with _PENDING_LOCK:
         d, done = read_pending(res_dir), []
         for i, r in d.iterrows():
-            cur = [s for s in r.seeds if run_state(res_dir, r.notebook, s, nbs_dir)[0] == 'current']
+            cur = [s for s in r.seeds if run_state(res_dir, r.notebook, s, nbs_dir)[0] == 'current'
+                   and run_finished(res_dir, r.notebook, s)]
             done += [(r.notebook, s) for s in cur]
             d.at[i, 'seeds'] = tuple(s for s in r.seeds if s not in cur)
         if done: write_pending(res_dir, d)
@@ -443,8 +450,8 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
 
 def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None, min_seeds: int = 3) -> list[str]:
     """What keeps the committed results at `scale` from being trusted: every experiment notebook must have at least
-    `min_seeds` current runs, and no run of any notebook may be stale, unless the re-run ledger lists it; the ledger may
-    list no current run and no notebook that does not exist. [] when all is well."""
+    `min_seeds` current runs, and no run of any notebook may be stale or stopped on an error, unless the re-run ledger
+    lists it; the ledger may list no current run and no notebook that does not exist. [] when all is well."""
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs, problems = runs_of(res), []
     try: pending = pending_runs(res)
@@ -457,6 +464,9 @@ def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|P
         listed = sorted(s for n, s in pending if n == nb.stem)
         for s, (st, why) in sorted(states.items()):
             if st != 'current' and s not in listed: problems.append(f'{nb.stem} seed {s} is {st}: ' + '; '.join(why) + f' (re-run it, {declare})')
+            prov_f = res/'runs'/f'{nb.stem}.seed{s}.json'     # reproduce marks a run that stopped on an error
+            if st == 'current' and s not in listed and prov_f.exists() and json.loads(prov_f.read_text()).get('finished') is False:
+                problems.append(f'{nb.stem} seed {s} did not finish (its notebook stopped on an error; the records are a part): re-run it ({declare})')
         problems += [f'{pending_path(res).name} lists {nb.stem} seed {s}, which is current: take it off '
                      '(compatrepro reproduce --pending does so as each run lands)' for s in listed if s in cur]
         if len(set(cur) | set(listed)) < min_seeds:
