@@ -25,10 +25,10 @@ __all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PR
            'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
            'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'head_commit', 'unsettled_runs',
-           'declare_pending', 'run_finished', 'settle_pending', 'pending_text', 'norm_item', 'paper_items',
-           'item_claims', 'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria',
-           'premise_table', 'premise_text', 'own_seconds', 'run_hours', 'run_hours_text', 'compare_records',
-           'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
+           'declare_pending', 'list_started_runs', 'run_finished', 'settle_pending', 'pending_text', 'norm_item',
+           'paper_items', 'item_claims', 'claims_state', 'status_table', 'check_results', 'premise_chance',
+           'premise_criteria', 'premise_table', 'premise_text', 'own_seconds', 'run_hours', 'run_hours_text',
+           'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -322,12 +322,34 @@ def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: s
         listed = {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
         for nb, s in unsettled_runs(res_dir, nbs_dir, min_seeds, only):
             if (nb, s) not in listed: new.setdefault(nb, []).append(s)
-        for nb, seeds in new.items():
-            if (d.notebook == nb).any():
-                i = d.index[d.notebook == nb][0]; d.at[i, 'seeds'] = tuple(sorted(set(d.at[i, 'seeds']) | set(seeds)))
-            else: d = pd.concat([d, pd.DataFrame([dict(notebook=nb, seeds=tuple(seeds), reason=reason, commit=commit)])], ignore_index=True)
+        d = _list_runs(d, new, reason, commit)
         if new: write_pending(res_dir, d)
     return d[d.notebook.isin(list(new))].reset_index(drop=True)
+
+def _list_runs(d: pd.DataFrame, new: dict, reason: str, commit: str) -> pd.DataFrame:
+    "The ledger `d` with the runs of `new` ({notebook: seeds}): a notebook already listed gains the seeds and keeps its reason."
+    for nb, seeds in new.items():
+        if (d.notebook == nb).any():
+            i = d.index[d.notebook == nb][0]; d.at[i, 'seeds'] = tuple(sorted(set(d.at[i, 'seeds']) | set(seeds)))
+        else: d = pd.concat([d, pd.DataFrame([dict(notebook=nb, seeds=tuple(seeds), reason=reason, commit=commit)])], ignore_index=True)
+    return d
+
+def list_started_runs(res_dir: str|Path, nbs_dir: str|Path, runs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """List in the ledger of `res_dir` the `runs` [(notebook, seed)] that `reproduce` is about to start and that it does
+    not list: a run writes records of today's code as it goes, so one stopped before its end (killed, or on an error)
+    stays listed until it is re-run, and `settle_pending` takes it off once it finishes. Returns the runs listed."""
+    with _PENDING_LOCK:
+        d = read_pending(res_dir)
+        listed = {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
+        new = {}
+        for nb, s in runs:
+            if (nb, s) not in listed: new.setdefault(nb, []).append(int(s))
+        if new:
+            when = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+            write_pending(res_dir, _list_runs(d, new, f'started by compatrepro reproduce on {when}, not yet finished: '
+                                                     'a run stopped before its end stays listed until it is re-run',
+                                              head_commit(Path(nbs_dir).parent)))
+    return [(nb, s) for nb, ss in new.items() for s in ss]
 
 def run_finished(res_dir: str|Path, notebook: str, seed: int) -> bool:
     "Whether `reproduce` ran `notebook` (stem) with `seed` under `res_dir` to its end without an error (its provenance says so)."
@@ -468,7 +490,8 @@ def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|P
             if st == 'current' and s not in listed and prov_f.exists() and json.loads(prov_f.read_text()).get('finished') is False:
                 problems.append(f'{nb.stem} seed {s} did not finish (its notebook stopped on an error; the records are a part): re-run it ({declare})')
         problems += [f'{pending_path(res).name} lists {nb.stem} seed {s}, which is current: take it off '
-                     '(compatrepro reproduce --pending does so as each run lands)' for s in listed if s in cur]
+                     '(compatrepro reproduce --pending does so as each run lands)' for s in listed
+                     if s in cur and run_finished(res, nb.stem, s)]      # one still going (or stopped) stays listed
         if len(set(cur) | set(listed)) < min_seeds:
             problems.append(f'{nb.stem} has {len(cur)} current seed(s) ({" ".join(map(str, cur)) or "none"}), needs {min_seeds}: '
                             f'compatrepro reproduce --scale {scale} --only {nb.stem} --seeds {" ".join(map(str, range(min_seeds)))} ({declare})')
@@ -780,6 +803,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, {min(n_jobs, max(1, len(todo)))} at a time; '
                 f'results in {res_dir}')
+    if pending_path(res_dir).exists():      # a committed results folder: what stops before its end stays listed
+        list_started_runs(res_dir, nbs_dir, [(j.nb.stem, j.params['seed']) for j in todo])
     def done(job):
         seed = job.params['seed']
         _mark_finished(res_dir, job, seed)

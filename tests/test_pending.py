@@ -6,7 +6,7 @@
   exactly those, and the check passes; taking a row off the ledger fails it again, and so does a row for a current run.
 - On throw-away notebooks, `reproduce --pending --only NB --seeds 0` re-runs that seed alone, takes it off the ledger
   and leaves the others listed, with the item stale and the ledger's reason until the last seed is current;
-  `--plan` estimates each run before anything runs."""
+  `--plan` estimates each run before anything runs; a run that stops before its end stays listed."""
 import contextlib, io, json, os, re, shutil, subprocess, sys
 from pathlib import Path
 
@@ -123,3 +123,19 @@ def test_pending_reruns_land_seed_by_seed(tmp_path, monkeypatch):
     assert list(st) == [('20_one', 1)] and st[('20_one', 1)] is None, st
     assert read_pending(res).empty and check_results(*args, min_seeds=2) == []
     assert status_table(*args).set_index(['paper', 'item']).loc[('FastFill', 'Table 1'), 'status'] == 'runs'
+
+    # a run that stops before its end (here on an error; a killed one alike) has written records of today's code: it
+    # is listed as it starts, and stays listed until a re-run finishes
+    nbformat.write(_nb(code + '\nedited = 1\nbook.save()\nraise RuntimeError("stopped")'), d/'nbs'/'20_one.ipynb')
+    git = ['git', '-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false']
+    for c in (['init', '-q'], ['add', '-A'], ['commit', '-qm', 'the notebook that stops']):   # the ledger names a commit
+        subprocess.run(git + c, cwd=d, check=True, capture_output=True)
+    st = reproduce(seeds=[0], nbs=d/'nbs', out=d/'results', threads=1, show=False)
+    assert st[('20_one', 0)], st
+    ledger = read_pending(res)
+    assert ledger.seeds.tolist() == [(0,)] and 'not yet finished' in ledger.reason[0], ledger
+    assert not [p for p in check_results(*args, min_seeds=2) if '20_one seed 0' in p]   # listed: accepted as pending
+    nbformat.write(_nb(code + '\nedited = 1'), d/'nbs'/'20_one.ipynb')               # back to what made seed 1
+    st = reproduce(seeds=[0], nbs=d/'nbs', out=d/'results', threads=1, show=False, pending=True)
+    assert st == {('20_one', 0): None} and read_pending(res).empty, (st, read_pending(res))
+    assert check_results(*args, min_seeds=2) == []
