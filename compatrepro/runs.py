@@ -25,7 +25,7 @@ __all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PR
            'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
            'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'head_commit', 'unsettled_runs',
-           'declare_pending', 'list_started_runs', 'run_finished', 'settle_pending', 'pending_text', 'norm_item',
+           'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text', 'norm_item',
            'paper_items', 'item_claims', 'claims_state', 'status_table', 'check_results', 'premise_chance',
            'premise_criteria', 'premise_table', 'premise_text', 'own_seconds', 'run_hours', 'run_hours_text',
            'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
@@ -285,6 +285,10 @@ def write_pending(res_dir: str|Path, d: pd.DataFrame) -> None:
     with atomic_path(pending_path(res_dir)) as tmp:
         d.assign(seeds=d.seeds.map(lambda s: ' '.join(map(str, s))))[PENDING_COLUMNS].to_csv(tmp, index=False)
 
+def _listed_runs(d: pd.DataFrame) -> set[tuple[str, int]]:
+    "The (notebook, seed) runs of the ledger `d` (as `read_pending` gives it)."
+    return {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
+
 def pending_runs(res_dir: str|Path) -> dict[tuple[str, int], tuple[str, str]]:
     "(notebook, seed) -> (reason, commit) of every run the ledger of `res_dir` lists."
     return {(r.notebook, s): (r.reason, r.commit) for r in read_pending(res_dir).itertuples() for s in r.seeds}
@@ -319,7 +323,7 @@ def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: s
     commit = commit or head_commit(Path(nbs_dir).parent)
     with _PENDING_LOCK:
         d, new = read_pending(res_dir), {}
-        listed = {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
+        listed = _listed_runs(d)
         for nb, s in unsettled_runs(res_dir, nbs_dir, min_seeds, only):
             if (nb, s) not in listed: new.setdefault(nb, []).append(s)
         d = _list_runs(d, new, reason, commit)
@@ -339,9 +343,8 @@ def list_started_runs(res_dir: str|Path, nbs_dir: str|Path, runs: list[tuple[str
     not list: a run writes records of today's code as it goes, so one stopped before its end (killed, or on an error)
     stays listed until it is re-run, and `settle_pending` takes it off once it finishes. Returns the runs listed."""
     with _PENDING_LOCK:
-        d = read_pending(res_dir)
-        listed = {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
-        new = {}
+        d, new = read_pending(res_dir), {}
+        listed = _listed_runs(d)
         for nb, s in runs:
             if (nb, s) not in listed: new.setdefault(nb, []).append(int(s))
         if new:
@@ -351,10 +354,11 @@ def list_started_runs(res_dir: str|Path, nbs_dir: str|Path, runs: list[tuple[str
                                               head_commit(Path(nbs_dir).parent)))
     return [(nb, s) for nb, ss in new.items() for s in ss]
 
-def run_finished(res_dir: str|Path, notebook: str, seed: int) -> bool:
-    "Whether `reproduce` ran `notebook` (stem) with `seed` under `res_dir` to its end without an error (its provenance says so)."
+def run_outcome(res_dir: str|Path, notebook: str, seed: int) -> bool|None:
+    """How the run of `notebook` (stem) with `seed` under `res_dir` ended, as its provenance says: True when `reproduce`
+    ran it to its end, False when it stopped on an error, None when nothing says (still going, killed, or no provenance)."""
     p = Path(res_dir)/'runs'/f'{notebook}.seed{seed}.json'
-    return p.exists() and json.loads(p.read_text()).get('finished') is True
+    return json.loads(p.read_text()).get('finished') if p.exists() else None
 
 def settle_pending(res_dir: str|Path, nbs_dir: str|Path) -> list[tuple[str, int]]:
     """Take off the ledger of `res_dir` every listed run that is current now and finished (it was re-run to its end: a
@@ -363,7 +367,7 @@ def settle_pending(res_dir: str|Path, nbs_dir: str|Path) -> list[tuple[str, int]
         d, done = read_pending(res_dir), []
         for i, r in d.iterrows():
             cur = [s for s in r.seeds if run_state(res_dir, r.notebook, s, nbs_dir)[0] == 'current'
-                   and run_finished(res_dir, r.notebook, s)]
+                   and run_outcome(res_dir, r.notebook, s) is True]
             done += [(r.notebook, s) for s in cur]
             d.at[i, 'seeds'] = tuple(s for s in r.seeds if s not in cur)
         if done: write_pending(res_dir, d)
@@ -486,12 +490,11 @@ def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|P
         listed = sorted(s for n, s in pending if n == nb.stem)
         for s, (st, why) in sorted(states.items()):
             if st != 'current' and s not in listed: problems.append(f'{nb.stem} seed {s} is {st}: ' + '; '.join(why) + f' (re-run it, {declare})')
-            prov_f = res/'runs'/f'{nb.stem}.seed{s}.json'     # reproduce marks a run that stopped on an error
-            if st == 'current' and s not in listed and prov_f.exists() and json.loads(prov_f.read_text()).get('finished') is False:
+            if st == 'current' and s not in listed and run_outcome(res, nb.stem, s) is False:     # reproduce marks it
                 problems.append(f'{nb.stem} seed {s} did not finish (its notebook stopped on an error; the records are a part): re-run it ({declare})')
         problems += [f'{pending_path(res).name} lists {nb.stem} seed {s}, which is current: take it off '
                      '(compatrepro reproduce --pending does so as each run lands)' for s in listed
-                     if s in cur and run_finished(res, nb.stem, s)]      # one still going (or stopped) stays listed
+                     if s in cur and run_outcome(res, nb.stem, s) is True]      # one still going (or stopped) stays listed
         if len(set(cur) | set(listed)) < min_seeds:
             problems.append(f'{nb.stem} has {len(cur)} current seed(s) ({" ".join(map(str, cur)) or "none"}), needs {min_seeds}: '
                             f'compatrepro reproduce --scale {scale} --only {nb.stem} --seeds {" ".join(map(str, range(min_seeds)))} ({declare})')
