@@ -9,12 +9,14 @@ noise JPEGs costs a little more than natural photos.
     torchrun --nproc_per_node=1 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200   # DDP
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --synthetic   # without the data path
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --loader gpu   # JPEGs decoded on the GPU
+    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --loader gpu-drained   # the same, stream drained first
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0   # a CPU smoke run
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0 --loader gpu --device cpu   # its device path
 
 `--loader cpu` (the default) is the reference data path (PIL decoding and torchvision's transforms in the workers);
 `--loader gpu` the device path of `compatrepro.loaders.iter_device_batches` (the workers read the files' bytes, the
-batch is decoded by `torchvision.io.decode_jpeg` on the training device and cropped there), on whatever `--device` is.
+batch is decoded by `torchvision.io.decode_jpeg` on the training device and cropped there), on whatever `--device` is;
+`--loader gpu-drained` the same with the caller's CUDA stream drained before each decode (`drain_before_decode`).
 It trains two epochs of `--steps` steps each and prints the images per second of each; the second is the steady rate
 (the first includes cuDNN's autotuning and the workers' start). `--out f.json` also writes them.
 """
@@ -76,6 +78,25 @@ def repeated_files(ds, n):
     return out
 
 
+def drain_before_decode():
+    """Make the device data path wait for the caller's CUDA stream before each batched decode (a no-op on the CPU).
+    The hypothesis it tests, for the NaN of 2026-11-27 (docs/benchmarks.md): torchvision's CUDA `decode_jpeg` takes its
+    output blocks from the caching allocator on the caller's stream, and nvJPEG writes them without waiting for that
+    stream, so a block just freed by kernels still queued there (the previous step's) can be overwritten before they
+    read it (reported in pytorch/vision#9606 and meta-pytorch/torchcodec#1634). It patches the benchmark's process only:
+    a change to `compatrepro.loaders.decode_jpegs` makes every run that reaches it stale, so it lands once a GPU has
+    confirmed it."""
+    from compatrepro import loaders as LD
+    if getattr(LD.decode_jpegs, 'drains_stream', False): return
+    decode = LD.decode_jpegs
+    def drained(data, device):
+        device = torch.device(device)
+        if device.type == 'cuda': torch.cuda.current_stream(device).synchronize()
+        return decode(data, device)
+    drained.drains_stream = True
+    LD.decode_jpegs = drained   # iter_device_batches looks the name up in its module at each batch
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--arch', default='resnet50'); ap.add_argument('--batch', type=int, default=256, help='global batch')
@@ -86,15 +107,17 @@ def main():
     ap.add_argument('--classes', type=int, default=10); ap.add_argument('--per-class', type=int, default=32)
     ap.add_argument('--fake-size', default='500x375', help="the fake JPEGs' WxH (341x256: a copy data_prep/resize_copy.py made)")
     ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
-    ap.add_argument('--loader', choices=('cpu', 'gpu'), default='cpu',
+    ap.add_argument('--loader', choices=('cpu', 'gpu', 'gpu-drained'), default='cpu',
                     help="the JPEG data path: 'cpu', decoding and augmentation in the DataLoader workers (the reference); "
-                         "'gpu', the workers read bytes and the training device decodes and augments")
+                         "'gpu', the workers read bytes and the training device decodes and augments; 'gpu-drained', "
+                         "the same with the CUDA stream drained before each decode")
     ap.add_argument('--device', default='auto'); ap.add_argument('--out', default=None)
     a = ap.parse_args()
     if a.synthetic and a.compat != 'none':
         ap.error('--synthetic times the plain step (the compatibility terms read images from the tree): drop --compat or --synthetic')
     if a.synthetic and a.loader != 'cpu': ap.error('--synthetic reads no JPEG: drop --loader or --synthetic')
-    os.environ['COMPATREPRO_LOADER'] = a.loader   # iter_batches reads it (its 'auto' would take the device path on a GPU)
+    os.environ['COMPATREPRO_LOADER'] = 'gpu' if a.loader == 'gpu-drained' else a.loader   # iter_batches reads it
+    if a.loader == 'gpu-drained': drain_before_decode()
     rank, world = int(os.environ.get('RANK', '0')), int(os.environ.get('WORLD_SIZE', '1'))
     # one folder for all processes of a torchrun launch (they share MASTER_PORT), removed at the end
     tmp = Path(tempfile.gettempdir())/f"compatrepro_bench_{os.environ.get('MASTER_PORT', os.getpid())}"
@@ -124,7 +147,8 @@ def main():
     dev = get_device(a.device)
     rates = [a.steps*a.batch/h['seconds'] for h in art['history']]
     res = dict(arch=a.arch, global_batch=a.batch, steps_per_epoch=a.steps, compat=a.compat,
-               data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation' + (' on the device' if a.loader == 'gpu' else ' in the workers'),
+               data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation' + (' in the workers' if a.loader == 'cpu' else ' on the device')
+                    + (', stream drained before each decode' if a.loader == 'gpu-drained' else ''),
                loader='none' if a.synthetic else a.loader,
                processes=world, workers=a.workers if a.workers is not None else default_workers(),
                device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f'cpu ({os.cpu_count()} cores)',

@@ -1,8 +1,11 @@
 """Why the device data path trains to NaN on a GPU: one batch of a fake ImageNet tree through the device path on the
 GPU, the same batch on the CPU, and the reference path, compared (finite values, ranges, per-image differences), one
-bf16 forward/backward of a ResNet-18 on each, then a few SGD steps of a ResNet-50 through `iter_batches` on each path,
-stopping at the first non-finite loss. Prints everything; asserts nothing. (2026-11-27, one H200: the one-batch part
-was finite on both; the training part was written after that session and has run on the CPU only.)
+bf16 forward/backward of a ResNet-18 on each, then a few SGD steps of a ResNet-50 through `iter_batches` on each path
+(the reference, the device path, and the device path with the CUDA stream drained before each decode), stopping at the
+first non-finite loss. First of all, `allocator_race`: whether `decode_jpeg(device='cuda')` overwrites a block that
+kernels still queued on the caller's stream have yet to read (the hypothesis of `bench_train_steps.drain_before_decode`).
+Prints everything; asserts nothing. (2026-11-27, one H200: the one-batch part was finite on both; the race and the
+training parts were written after that session and have not run on a GPU yet.)
 
     python benchmarks/gpu_loader_check.py            # on a machine with a GPU
 """
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_train_steps import fake_imagenet                      # noqa: E402
+from bench_train_steps import drain_before_decode, fake_imagenet  # noqa: E402
 from compatrepro.data import get_split                           # noqa: E402
 from compatrepro import loaders as LD                             # noqa: E402
 
@@ -20,6 +23,26 @@ def stats(name, x):
     x = x.float()
     print(f'{name:28s} shape={tuple(x.shape)} nan={int(x.isnan().sum())} inf={int(x.isinf().sum())} '
           f'min={x.nan_to_num().min():.3f} max={x.nan_to_num().max():.3f} mean={x.nan_to_num().mean():.4f}')
+
+
+def allocator_race(data, trials=50, n=32, drain=False):
+    """How many of `trials` times a decode of the JPEG bytes `data` on the GPU changed tensors that kernels queued before
+    it were still reading: each trial fills `n` tensors with a known value, queues a long matrix product and then one
+    sum per tensor, frees the tensors (their blocks go back to the allocator while the sums are queued), decodes, and
+    checks the sums. With `drain`, the stream is drained before the decode, as `drain_before_decode` does."""
+    cuda, bad = torch.device('cuda'), 0
+    a = torch.randn(4096, 4096, device=cuda)
+    for t in range(trials):
+        ts = [torch.full((3*500*375,), 1, device=cuda, dtype=torch.uint8) for _ in range(n)]   # blocks of a decoded image's size
+        torch.cuda.synchronize()
+        for _ in range(8): a = (a @ a).clamp_(-1, 1)           # ~tens of ms queued ahead of the sums
+        sums = [x.sum(dtype=torch.int64) for x in ts]
+        del ts                                                  # freed while the sums are still queued
+        if drain: torch.cuda.current_stream(cuda).synchronize()
+        LD.decode_jpegs(data, cuda)
+        torch.cuda.synchronize()
+        bad += any(s.item() != 3*500*375 for s in sums)
+    return bad
 
 
 def step(name, x, y, n_classes):
@@ -41,6 +64,9 @@ with tempfile.TemporaryDirectory() as d:
     cuda = torch.device('cuda')
     data, y = LD.collate_jpeg_bytes([LD.JpegFiles(ds.root, ds.paths, ds.labels)[i] for i in range(16)])
     print('labels', y.tolist(), 'classes', len(ds.classes))
+    for drain in (False, True):
+        print(f'allocator race, stream drained before the decode: {drain}: corrupted sums in',
+              allocator_race(data, drain=drain), 'of 50 trials')
     dec_gpu, dec_cpu = LD.decode_jpegs(data, cuda), LD.decode_jpegs(data, 'cpu')
     torch.cuda.synchronize()
     for i, (a, b) in enumerate(zip(dec_gpu, dec_cpu)):
@@ -61,8 +87,11 @@ with tempfile.TemporaryDirectory() as d:
 
     # --- a few training steps through iter_batches on each path: where does the loss stop being finite?
     import os
-    for loader in ('cpu', 'gpu'):
-        os.environ['COMPATREPRO_LOADER'] = loader
+    decode = LD.decode_jpegs
+    for loader in ('cpu', 'gpu', 'gpu-drained'):
+        os.environ['COMPATREPRO_LOADER'] = 'gpu' if loader == 'gpu-drained' else loader
+        LD.decode_jpegs = decode
+        if loader == 'gpu-drained': drain_before_decode()
         torch.manual_seed(0)
         import torchvision
         m = torchvision.models.resnet50(num_classes=len(ds.classes)).to(cuda).to(memory_format=torch.channels_last)

@@ -2,10 +2,11 @@
 # One GPU session for issue 48, prepared to run once on one H200 (16 cores, torch 2.11 cu130, torchvision 0.26, Python 3.12,
 # no internet) from the repository root with the carried wheels in .whl/ and an output folder $OUT:
 #   a. install the carried wheels (papermill, nbformat, ipykernel, faiss-cpu and what they need that the image lacks)
-#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, --loader gpu, --synthetic (2 epochs of 20 steps each)
+#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, gpu, gpu-drained, --synthetic (2 epochs of 20 steps each)
 #   c. compatrepro rehearse --device cuda on every experiment notebook, at the same time as
 #   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 (all four papers)
-#   (before b: benchmarks/gpu_loader_check.py, why the device path trained to nan on 2026-11-27)
+#   (before b: benchmarks/gpu_loader_check.py, why the device path trained to nan on 2026-11-27: the decoder's race with
+#    the caller's stream, and training steps on each path with and without draining the stream before each decode)
 # The wheels (Python 3.12, x86-64) are those of benchmarks/gpu_wheels.txt; on the development machine, once:
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -35,11 +36,12 @@ mark "a2. the device data path on the GPU: one batch against the CPU and the ref
 timeout 150 python3 benchmarks/gpu_loader_check.py 2>&1 | grep -v Warning | tail -60 > "$OUT/loader_check.log"; cat "$OUT/loader_check.log"
 
 mark "b. bench: ResNet-50, batch 256, 2 epochs of 20 steps, 14 workers"
-for mode in cpu gpu synthetic; do
+mkdir -p /tmp/bench   # its JSON files travel in extras.tar.gz (at most 8 files come back)
+for mode in cpu gpu gpu-drained synthetic; do
   if [ $mode = synthetic ]; then flag=--synthetic; else flag="--loader $mode"; fi
   mark "b. bench $mode"
   timeout 60 python3 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 20 --workers 14 $flag \
-    --device cuda --out "$OUT/bench_$mode.json" 2>&1 | grep -v 'it/s\]' | tail -20
+    --device cuda --out "/tmp/bench/bench_$mode.json" 2>&1 | grep -v 'it/s\]' | tail -20
   echo "bench $mode exit $?"
 done
 
@@ -69,10 +71,10 @@ for title, pat in (('reproduce --scale tiny --device cuda --seeds 0', '/tmp/gpu_
         tot += d.get('duration') or 0
         print(f"{os.path.basename(f):45s} finished={d.get('finished')} duration={d.get('duration')} device={d.get('device')}")
     print(f'sum of durations: {tot:.0f} s\n')
-for f in sorted(glob.glob(os.environ['OUT'] + '/bench_*.json')):
+for f in sorted(glob.glob('/tmp/bench/bench_*.json')):
     d = json.load(open(f)); print(os.path.basename(f), d.get('data'), d.get('images_per_s_epoch1'), d.get('images_per_s_epoch2'), d.get('device'))
 PY
 cat "$OUT/summary.txt"
-timeout 20 tar czf "$OUT/extras.tar.gz" --ignore-failed-read /tmp/smi.csv /tmp/gpu_results/tiny/runs \
+timeout 20 tar czf "$OUT/extras.tar.gz" --ignore-failed-read /tmp/smi.csv /tmp/bench /tmp/gpu_results/tiny/runs \
   $(find /tmp/rehearsal -path '*runs/*.json' 2>/dev/null | head -200) 2>/dev/null
 ls -la "$OUT"; mark "done"

@@ -64,13 +64,15 @@ def test_loader_choice(monkeypatch):
     monkeypatch.setenv('COMPATREPRO_LOADER', 'auto'); assert LD.loader_choice('cuda') == 'cpu'   # until a GPU trains through it
 
 
-def test_bench_loader_gpu_smoke(tmp_path):
+@pytest.mark.parametrize('loader', ['gpu', 'gpu-drained'])
+def test_bench_loader_gpu_smoke(tmp_path, loader):
     out = tmp_path/'b.json'
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''), COMPATREPRO_PROGRESS='0',
                OMP_NUM_THREADS='1')
     r = subprocess.run([sys.executable, str(ROOT/'benchmarks/bench_train_steps.py'), '--arch', 'resnet18', '--batch', '8',
-                        '--steps', '2', '--workers', '0', '--loader', 'gpu', '--device', 'cpu', '--classes', '4',
+                        '--steps', '2', '--workers', '0', '--loader', loader, '--device', 'cpu', '--classes', '4',
                         '--per-class', '4', '--out', str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(out.read_text())
-    assert res['loader'] == 'gpu' and res['images_per_s_epoch2'] > 0
+    assert res['loader'] == loader and res['images_per_s_epoch2'] > 0
+    assert res['data'].endswith('stream drained before each decode') == (loader == 'gpu-drained')
