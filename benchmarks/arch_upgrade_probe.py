@@ -2,10 +2,16 @@
 trains as many steps (48 epochs, steps_like='resnet10') instead of TINY_EPOCHS_BY_ARCH's 24? Seed 1, new model only.
 
     python benchmarks/arch_upgrade_probe.py 1     # about 3 minutes of one thread with the old model cached
+    python benchmarks/arch_upgrade_probe.py 1 4   # the old ResNet-10 at width 4 (the new one keeps the recipe's 8)
+    python benchmarks/arch_upgrade_probe.py 1 8 16  # the new ResNet-18 at width 16
+    python benchmarks/arch_upgrade_probe.py 1 6 - 96  # the old one at width 6 for 96 epochs (doubling test)
+    python benchmarks/arch_upgrade_probe.py 1 8 - - 96  # the new one for 96 epochs
 
 Measured 2026-11-27 on the 2-core machine (seed 1): old ResNet-10 (48 epochs) top-1 84.96, mAP 73.08; new ResNet-18 at
 48 epochs top-1 89.21, mAP 79.83 (at the recipe's 24 epochs, 25_fastfill_arch's records: 83.25 / 71.45). The
-architecture change is an upgrade at equal steps, by 4.2 points of top-1, not the 10 its upgrade check asks."""
+architecture change is an upgrade at equal steps, by 4.2 points of top-1, not the 10 its upgrade check asks.
+The narrower old models and the doubling tests (same day, seed 1) are in docs/standin_regime.md ("Upgrades that are
+upgrades"): no pair tried is both converged and 10 points apart."""
 import sys, time, torch
 from dataclasses import replace
 from compatrepro.core import ExperimentParams
@@ -13,10 +19,17 @@ from compatrepro.experiments import update_specs, eval_features
 from compatrepro.metrics import retrieval_metrics
 torch.set_num_threads(1)
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+old_width = int(sys.argv[2]) if len(sys.argv) > 2 else None   # None: the recipe's (8)
+new_width = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != '-' else None
+old_epochs = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] != '-' else None   # the doubling tests
+new_epochs = int(sys.argv[5]) if len(sys.argv) > 5 else None
 P = ExperimentParams(seed=seed, scale='tiny')
-specs = update_specs(P, 'imagenet-1k', 'imagenet-1k', baselines=(), old_kw=dict(arch='resnet10'),
-                     new_kw=dict(arch='resnet18', steps_like='resnet10'), embedding='mlfct')
-print({k: (s.arch, s.epochs, s.warmup_epochs) for k, s in specs.items()}, flush=True)
+specs = update_specs(P, 'imagenet-1k', 'imagenet-1k', baselines=(),
+                     old_kw=dict(arch='resnet10') | ({'width': old_width} if old_width else {}) | ({'epochs': old_epochs} if old_epochs else {}),
+                     new_kw=dict(arch='resnet18', steps_like='resnet10') | ({'width': new_width} if new_width else {})
+                     | ({'epochs': new_epochs} if new_epochs else {}),
+                     embedding='mlfct')
+print({k: (s.arch, s.width, s.epochs, s.warmup_epochs) for k, s in specs.items()}, flush=True)
 t = time.time()
 F, y = eval_features(specs, 'imagenet-1k', 'eval')
 print(f'trained/extracted in {time.time() - t:.0f} s', flush=True)
