@@ -11,7 +11,8 @@ Measured 2026-11-27 on the 2-core machine (seed 1): old ResNet-10 (48 epochs) to
 48 epochs top-1 89.21, mAP 79.83 (at the recipe's 24 epochs, 25_fastfill_arch's records: 83.25 / 71.45). The
 architecture change is an upgrade at equal steps, by 4.2 points of top-1, not the 10 its upgrade check asks.
 The narrower old models and the doubling tests (same day, seed 1) are in docs/standin_regime.md ("Upgrades that are
-upgrades"): no pair tried is both converged and 10 points apart."""
+upgrades"): no pair tried is both converged and 10 points apart (a width-16 new model is 11.4 above at 96 epochs,
+but still moves on doubling and retrieves 96 %)."""
 import sys, time, torch
 from dataclasses import replace
 from compatrepro.core import ExperimentParams
