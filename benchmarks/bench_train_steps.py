@@ -93,8 +93,21 @@ def drain_before_decode():
         device = torch.device(device)
         if device.type == 'cuda': torch.cuda.current_stream(device).synchronize()
         return decode(data, device)
-    drained.drains_stream = True
+    drained.drains_stream, drained.undrained = True, decode
     LD.decode_jpegs = drained   # iter_device_batches looks the name up in its module at each batch
+
+
+LOADERS = ('cpu', 'gpu', 'gpu-drained')
+
+
+def use_loader(name):
+    """Choose the JPEG data path of this process: 'cpu', 'gpu' (`$COMPATREPRO_LOADER`, read by `iter_batches`) or
+    'gpu-drained' ('gpu' with `drain_before_decode`); a later call undoes an earlier 'gpu-drained'."""
+    if name not in LOADERS: raise ValueError(f'loader={name!r}: choose one of {LOADERS}')
+    from compatrepro import loaders as LD
+    LD.decode_jpegs = getattr(LD.decode_jpegs, 'undrained', LD.decode_jpegs)
+    os.environ['COMPATREPRO_LOADER'] = 'gpu' if name == 'gpu-drained' else name
+    if name == 'gpu-drained': drain_before_decode()
 
 
 def main():
@@ -107,7 +120,7 @@ def main():
     ap.add_argument('--classes', type=int, default=10); ap.add_argument('--per-class', type=int, default=32)
     ap.add_argument('--fake-size', default='500x375', help="the fake JPEGs' WxH (341x256: a copy data_prep/resize_copy.py made)")
     ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
-    ap.add_argument('--loader', choices=('cpu', 'gpu', 'gpu-drained'), default='cpu',
+    ap.add_argument('--loader', choices=LOADERS, default='cpu',
                     help="the JPEG data path: 'cpu', decoding and augmentation in the DataLoader workers (the reference); "
                          "'gpu', the workers read bytes and the training device decodes and augments; 'gpu-drained', "
                          "the same with the CUDA stream drained before each decode")
@@ -116,8 +129,7 @@ def main():
     if a.synthetic and a.compat != 'none':
         ap.error('--synthetic times the plain step (the compatibility terms read images from the tree): drop --compat or --synthetic')
     if a.synthetic and a.loader != 'cpu': ap.error('--synthetic reads no JPEG: drop --loader or --synthetic')
-    os.environ['COMPATREPRO_LOADER'] = 'gpu' if a.loader == 'gpu-drained' else a.loader   # iter_batches reads it
-    if a.loader == 'gpu-drained': drain_before_decode()
+    use_loader(a.loader)
     rank, world = int(os.environ.get('RANK', '0')), int(os.environ.get('WORLD_SIZE', '1'))
     # one folder for all processes of a torchrun launch (they share MASTER_PORT), removed at the end
     tmp = Path(tempfile.gettempdir())/f"compatrepro_bench_{os.environ.get('MASTER_PORT', os.getpid())}"

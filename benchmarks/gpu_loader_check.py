@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_train_steps import drain_before_decode, fake_imagenet  # noqa: E402
+from bench_train_steps import LOADERS, fake_imagenet, use_loader  # noqa: E402
 from compatrepro.data import get_split                           # noqa: E402
 from compatrepro import loaders as LD                             # noqa: E402
 
@@ -86,12 +86,8 @@ with tempfile.TemporaryDirectory() as d:
     step('device path on cuda', xb, yb, len(ds.classes))
 
     # --- a few training steps through iter_batches on each path: where does the loss stop being finite?
-    import os
-    decode = LD.decode_jpegs
-    for loader in ('cpu', 'gpu', 'gpu-drained'):
-        os.environ['COMPATREPRO_LOADER'] = 'gpu' if loader == 'gpu-drained' else loader
-        LD.decode_jpegs = decode
-        if loader == 'gpu-drained': drain_before_decode()
+    for loader in LOADERS:
+        use_loader(loader)
         torch.manual_seed(0)
         import torchvision
         m = torchvision.models.resnet50(num_classes=len(ds.classes)).to(cuda).to(memory_format=torch.channels_last)

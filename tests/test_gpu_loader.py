@@ -76,3 +76,17 @@ def test_bench_loader_gpu_smoke(tmp_path, loader):
     res = json.loads(out.read_text())
     assert res['loader'] == loader and res['images_per_s_epoch2'] > 0
     assert res['data'].endswith('stream drained before each decode') == (loader == 'gpu-drained')
+
+
+def test_use_loader_switches_and_undoes_the_drain(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT/'benchmarks'))
+    monkeypatch.setattr(LD, 'decode_jpegs', LD.decode_jpegs)   # restored after the test
+    monkeypatch.delenv('COMPATREPRO_LOADER', raising=False)
+    from bench_train_steps import use_loader
+    plain = LD.decode_jpegs
+    use_loader('gpu-drained')
+    assert os.environ['COMPATREPRO_LOADER'] == 'gpu' and LD.decode_jpegs.drains_stream and LD.decode_jpegs.undrained is plain
+    use_loader('gpu-drained'); assert LD.decode_jpegs.undrained is plain   # not wrapped twice
+    use_loader('cpu')
+    assert os.environ['COMPATREPRO_LOADER'] == 'cpu' and LD.decode_jpegs is plain
+    with pytest.raises(ValueError, match='choose one of'): use_loader('nvjpeg')
