@@ -11,8 +11,9 @@ Measured 2026-11-27 on the 2-core machine (seed 1): old ResNet-10 (48 epochs) to
 48 epochs top-1 89.21, mAP 79.83 (at the recipe's 24 epochs, 25_fastfill_arch's records: 83.25 / 71.45). The
 architecture change is an upgrade at equal steps, by 4.2 points of top-1, not the 10 its upgrade check asks.
 The narrower old models and the doubling tests (same day, seed 1) are in docs/standin_regime.md ("Upgrades that are
-upgrades"): no pair tried is both converged and 10 points apart (a width-16 new model is 11.4 above at 96 epochs,
-but still moves on doubling and retrieves 96 %)."""
+upgrades"): no pair tried passes the doubling rule with 10 points between them (a width-16 new model is 11.4 above at
+96 epochs, but still moves on doubling and retrieves 96 %; at 384 epochs each, a width-6 old and a width-8 new model
+are 13.5 apart, but the new one still gains 2.2 mAP on its last doubling and the old one's schedules differ by 3)."""
 import sys, time, torch
 from dataclasses import replace
 from compatrepro.core import ExperimentParams
