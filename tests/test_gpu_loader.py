@@ -81,7 +81,7 @@ def test_bench_loader_gpu_smoke(tmp_path, loader):
 def test_use_loader_switches_and_undoes_the_drain(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT/'benchmarks'))
     monkeypatch.setattr(LD, 'decode_jpegs', LD.decode_jpegs)   # restored after the test
-    monkeypatch.delenv('COMPATREPRO_LOADER', raising=False)
+    monkeypatch.setenv('COMPATREPRO_LOADER', 'auto')   # recorded, so the test's own setting is undone after it
     from bench_train_steps import use_loader
     plain = LD.decode_jpegs
     use_loader('gpu-drained')
