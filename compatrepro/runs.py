@@ -569,12 +569,13 @@ def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFram
     """What each seed cost, from the finished runs' provenance under `results/scale`: one row per paper (and
     `ALL_PAPERS`) and seed, with the hours of its notebooks, the hours of making the artifacts its runs used (each once),
     their sum `hours`, and what could not be counted: `unrecorded` artifacts (making time unknown) and `unlisted` runs
-    (no list of artifacts)."""
+    (no list of artifacts); `threaded` runs ran on more than one thread, so their wall time is less than one thread's."""
     check_scale(scale); runs = []
     for f in sorted((Path(results)/scale/'runs').glob('*.seed*.json')):
         p = json.loads(f.read_text())
         if p.get('finished') and p.get('duration') is not None:
-            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own_seconds(p), p.get('artifacts')))
+            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own_seconds(p), p.get('artifacts'),
+                         (p.get('threads') or 1) > 1))
     rows = []
     for paper in list(dict.fromkeys(r[0] for r in runs)) + [ALL_PAPERS]:
         for seed in sorted({r[1] for r in runs}):
@@ -583,8 +584,9 @@ def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFram
             made = {k: v for r in mine for k, v in (r[3] or {}).items()}
             rows.append(dict(paper=paper, seed=seed, notebooks=sum(r[2] for r in mine)/3600,
                              making=sum(v for v in made.values() if v is not None)/3600,
-                             unrecorded=sum(v is None for v in made.values()), unlisted=sum(r[3] is None for r in mine)))
-    d = pd.DataFrame(rows, columns=['paper', 'seed', 'notebooks', 'making', 'unrecorded', 'unlisted'])
+                             unrecorded=sum(v is None for v in made.values()), unlisted=sum(r[3] is None for r in mine),
+                             threaded=sum(r[4] for r in mine)))
+    d = pd.DataFrame(rows, columns=['paper', 'seed', 'notebooks', 'making', 'unrecorded', 'unlisted', 'threaded'])
     return d.assign(hours=d.notebooks + d.making).set_index(['paper', 'seed'])
 
 def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
@@ -601,7 +603,8 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
     # a seed counts for the four papers together where every paper's runs of it are on today's code
     today = h[[ok(p, s) if p != ALL_PAPERS else all(ok(q, s) for q in papers) for p, s in h.index]]
     per = today.hours.groupby(level='paper', sort=False).mean()
-    low = ((today.unrecorded > 0) | (today.unlisted > 0)).groupby(level='paper', sort=False).any()   # a lower bound
+    # a lower bound: something not counted, or a run on several threads (less wall time than one thread takes)
+    low = ((today.unrecorded > 0) | (today.unlisted > 0) | (today.threaded > 0)).groupby(level='paper', sort=False).any()
     seeds = lambda k: today.loc[k].index.tolist()
     hours = lambda k: ('at least ' if low[k] else '') + f'{per[k]:.1f} (seed{"s" if len(seeds(k)) > 1 else ""} {", ".join(map(str, seeds(k)))})'
     done, notyet = [p for p in papers if p in per.index], [p for p in papers if p not in per.index]
@@ -615,7 +618,8 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
                  '(less the models they share).' if done else
                  ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a re-run).')
     gaps = [f'{n} {what}' for n, what in ((int(today.unrecorded.max()), 'artifact(s) saved before their making time was written'),
-                                          (int(today.unlisted.max()), 'run(s) that did not list their artifacts')) if n] if len(today) else []
+                                          (int(today.unlisted.max()), 'run(s) that did not list their artifacts'),
+                                          (int(today.threaded.max()), 'run(s) on more than one thread, counted at their wall time')) if n] if len(today) else []
     missing = f" Not counted: {' and '.join(gaps)} (the most of any seed)." if gaps else ''
     return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the notebooks and '
             f'the making of every model and feature set they used, each once; the mean over the seeds whose runs are all '
