@@ -68,7 +68,9 @@ def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None,
         held = '' if mine is None else f'; findings that hold: {_held_text(mine, pending)}; checks that pass: {_held_text(mine, pending, "check")}'
         out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
         for r in g.itertuples():
-            held_r = (f'{r.holding} of {r.claims} findings hold' if r.claims else 'no finding declared on it') + \
+            held_r = (f'{r.holding} of {r.claims} findings hold' if r.claims else
+                      'a setup table, no finding' if r.kind == 'setup' else 'no finding declared on it') + \
+                     (f' (those of {r.findings_on}, whose numbers it shows)' if r.findings_on else '') + \
                      (f', checks {r.checks_holding}/{r.checks}' if r.checks else '')
             how = {'stale': f'STALE ({r.notebooks}): {r.reasons}', 'missing': 'missing', 'illustration': 'illustration (nothing to compute)'
                    }.get(r.status, f'{r.status.upper() if r.status in ("partly", "differs") else r.status}: {held_r} (seeds {r.seeds}) by {r.notebooks}')
@@ -85,12 +87,15 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
     claims = item_claims(Path(results)/'tiny', _claims_file(nbs))
     waiting = pending_notebooks(Path(results)/'tiny')
-    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | checks that pass | reproduced | partly | differs | runs, no finding yet | not yet (missing or stale) | reproduced at paper scale |',
+    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | checks that pass | reproduced | partly | differs | runs, no finding | not yet (missing or stale) | reproduced at paper scale |',
             '|---|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
         g = g[g.status != 'illustration']
         items = [i for _, i in g.index if not g.loc[(paper, i), 'caption'].startswith('not a numbered item')]
-        by = lambda *states: ', '.join(i for i in items if g.loc[(paper, i), 'status'] in states) or '—'
+        def name(i):    # an item judged by the findings of the one whose numbers it shows, or a setup table, says so
+            r = g.loc[(paper, i)]
+            return f'{i} (as {r.findings_on})' if r.findings_on else f'{i} (setup)' if r.kind == 'setup' else i
+        by = lambda *states: ', '.join(name(i) for i in items if g.loc[(paper, i), 'status'] in states) or '—'
         paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
         mine = claims[claims.paper == paper]
         rows.append(f"| {paper} | {_held_text(mine, waiting)} | {_held_text(mine, waiting, 'check')} | {by('reproduced')} | {by('partly')} | "

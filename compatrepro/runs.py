@@ -390,7 +390,8 @@ def norm_item(item) -> str:
     return ('Table' if m.group(1).lower().startswith('tab') else 'Figure') + ' ' + m.group(2)
 
 def paper_items(root: str|Path) -> list[dict]:
-    "The rows of `docs/paper_items.csv` under the repository `root`: paper, item, kind, caption."
+    """The rows of `docs/paper_items.csv` under the repository `root`: paper, item, kind ('result', 'setup' or
+    'illustration'), caption, and findings_on (the item whose findings stand for this one, or '')."""
     with open(Path(root)/'docs'/'paper_items.csv', encoding='utf-8') as f: return list(csv.DictReader(f))
 
 ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')
@@ -446,13 +447,14 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
             p = json.loads(prov.read_text())
             items |= {(p['paper'], norm_item(i)) for i in p.get('figures', {}) if 'paper' in p}
         for paper, item in items: produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
-    def row(paper, item, kind, caption):
+    def row(paper, item, kind, caption, findings_on=''):
         who = produced.pop((paper, item), set())
-        mine = claims[(claims.paper == paper) & (claims['item'] == item)]
+        mine = (claims[(claims.paper == paper) & claims['item'].isin({item, findings_on or item})]   # with the item that shares its findings
+                .drop_duplicates(['notebook', 'key']))                                     # a claim naming both counts once
         findings, checks = mine[mine.kind == 'finding'], mine[mine.kind == 'check']
-        counts = dict(claims=len(findings), holding=int((findings.verdict == 'holds').sum()),
+        counts = dict(claims=len(findings), holding=int((findings.verdict == 'holds').sum()), kind=kind, findings_on=findings_on,
                       checks=len(checks), checks_holding=int((checks.verdict == 'holds').sum()))
-        if kind != 'result' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption, **counts)
+        if kind == 'illustration' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption, **counts)
         if not who: return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption, **counts)
         cur = sorted({s for nb, s in who if states[(nb, s)][0] == 'current'})
         not_current = sorted((nb, s) for nb, s in who if states[(nb, s)][0] != 'current')
@@ -468,11 +470,11 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
         return dict(paper=paper, item=item, status='stale' if stale else claims_state(findings.verdict),
                     notebooks=' '.join(sorted({nb for nb, _ in who})), seeds=' '.join(map(str, cur)),
                     reasons=' | '.join(stale or failing), caption=caption, **counts)
-    rows = [row(i['paper'], i['item'], i['kind'], i['caption']) for i in paper_items(nbs_dir.parent)]
+    rows = [row(i['paper'], i['item'], i['kind'], i['caption'], i.get('findings_on', '')) for i in paper_items(nbs_dir.parent)]
     for (paper, item) in sorted(produced):   # items the papers do not number
         rows.append(row(paper, item, 'own', f'not a numbered item of the paper ({paper})'))
-    return pd.DataFrame(rows, columns=['paper', 'item', 'status', 'claims', 'holding', 'checks', 'checks_holding',
-                                       'notebooks', 'seeds', 'reasons', 'caption'])
+    return pd.DataFrame(rows, columns=['paper', 'item', 'kind', 'status', 'claims', 'holding', 'checks', 'checks_holding',
+                                       'findings_on', 'notebooks', 'seeds', 'reasons', 'caption'])
 
 def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None, min_seeds: int = 3) -> list[str]:
     """What keeps the committed results at `scale` from being trusted: every experiment notebook must have at least

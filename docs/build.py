@@ -468,7 +468,9 @@ def _status_cell(row, scale: str, pages: dict) -> str:
     if row.status == 'illustration': return 'illustration'
     if row.status == 'missing': return 'missing'
     if row.status in ('reproduced', 'partly', 'differs', 'runs'):
-        held = (f'{row.holding} of {row.claims} findings hold' if row.claims else 'no finding declared on it') + \
+        held = (f'{row.holding} of {row.claims} findings hold' if row.claims else
+                'a setup table, no finding' if row.kind == 'setup' else 'no finding declared on it') + \
+               (f' (those of {row.findings_on}, whose numbers it shows)' if row.findings_on else '') + \
                (f' (checks {row.checks_holding}/{row.checks})' if row.checks else '')
         return f'**{row.status}**, {held}, seeds {row.seeds.replace(" ", ", ")}: ' + ', '.join(link(n) for n in nbs)
     # stale: '<nb> seed <k>: <why>' parts, grouped by reason and seeds, so notebooks with the same story share a line
@@ -501,7 +503,10 @@ def results_overview(pages: dict) -> str:
            'the runs) or `docs/differing_verdicts.csv` (measured after them); a finding whose numbers no run has made yet '
            'is missing, and does not hold.',
            '- **runs**: current, but no finding is declared on its numbers, so nothing says yet whether they show what the '
-           'paper shows.',
+           'paper shows; or a table of the setup (a data allocation), which carries checks, never a finding.',
+           '- An item on which the paper makes its findings together with another item that shows the same runs (a '
+           'figure of a table\'s curves, an appendix table repeating a main one at more operating points) takes the state '
+           'and counts of the findings declared on that item, named in its cell (`findings_on` in `docs/paper_items.csv`).',
            '- **stale**: records exist, but some run that wrote them no longer matches the code; the reason is given. '
            '`compatrepro reproduce --scale <scale> --only <notebook> --seeds ...` makes them current again.',
            '- **missing**: no records yet.',
