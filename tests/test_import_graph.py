@@ -8,7 +8,7 @@ How it fails: were `compatrepro/core.py` to gain `from .train import BackboneSpe
 test reports `core (00) imports train (07) at line L: a module may import only lower-numbered ones`; were that import
 inside a function instead, it reports `core (00) imports train (07) inside a function or class at line L`.
 `test_checker_reports_a_cycle` runs the checker on such made-up modules to show that it does."""
-import ast, json, re, string, subprocess, sys
+import ast, json, re, string, subprocess, sys, warnings
 from pathlib import Path
 
 import pytest
@@ -178,3 +178,27 @@ def test_module_imports_on_its_own(module, imported_alone):
     loaded = [m.split('.', 1)[1] for m in r['loaded']]
     above = [m for m in loaded if m not in EXEMPT and m in src and m != module and layer(module_number(src[m])) >= layer(mine)]
     assert not above, f'importing {module} ({mine}) loads {above}, numbered at or above it'
+
+
+def compile_problems(sources: dict) -> list[str]:
+    "Modules (name -> source) that do not compile with warnings as errors, each with why."
+    out = []
+    for name, src in sources.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            try: compile(src, f'{name}.py', 'exec')
+            except (SyntaxError, SyntaxWarning, DeprecationWarning) as e: out.append(f'{name}: {e}')
+    return out
+
+
+def test_modules_compile_without_warnings():
+    """Every module compiles with warnings as errors. nbdev copies a notebook's '>' line into its module's docstring:
+    LaTeX there (`$\\psi$`) is an invalid escape, a warning on import today and an error in a later Python; write the
+    symbol itself (ψ) in that line."""
+    bad = compile_problems({m: (PKG/f'{m}.py').read_text(encoding='utf-8') for m in MODULES})
+    assert not bad, 'modules that compile with a warning:\n' + '\n'.join(bad)
+
+
+def test_compile_check_catches_an_invalid_escape():
+    bad = compile_problems({'made_up': '"""FastFill\'s uncertainty head $\\psi$."""\n', 'fine': '"""The head ψ."""\n'})
+    assert len(bad) == 1 and bad[0].startswith('made_up: ') and 'escape' in bad[0], bad
