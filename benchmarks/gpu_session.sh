@@ -29,7 +29,7 @@ export JUPYTER_RUNTIME_DIR=/tmp/jupyter/runtime JUPYTER_DATA_DIR=/tmp/jupyter/da
 mkdir -p /tmp/jupyter/runtime /tmp/jupyter/data /tmp/jupyter/config /tmp/mpl
 timeout 60 python3 -c 'import papermill, nbformat, ipykernel, faiss, compatrepro, torch, torchvision; print("imports ok:", compatrepro.__file__, "torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.cuda.is_available())' || { mark "imports FAILED: stopping"; exit 1; }
 timeout 60 python3 -c 'from jupyter_client.kernelspec import KernelSpecManager as K; print("kernels:", K().find_kernel_specs())'
-timeout 60 python3 -c 'import torch; from compatrepro.train import device_decode_available, loader_choice; print("decode on cuda:", device_decode_available("cuda"), "| auto ->", loader_choice("cuda"))'
+timeout 60 python3 -c 'import torch; from compatrepro.loaders import device_decode_available, loader_choice; print("decode on cuda:", device_decode_available("cuda"), "| auto ->", loader_choice("cuda"))'
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
 
 mark "a2. the device data path on the GPU: one batch against the CPU and the reference, then training steps on each path"

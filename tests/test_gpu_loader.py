@@ -90,3 +90,16 @@ def test_use_loader_switches_and_undoes_the_drain(monkeypatch):
     use_loader('cpu')
     assert os.environ['COMPATREPRO_LOADER'] == 'cpu' and LD.decode_jpegs is plain
     with pytest.raises(ValueError, match='choose one of'): use_loader('nvjpeg')
+
+
+def test_gpu_session_checks_run_here():
+    """The one-line Python checks of benchmarks/gpu_session.sh run on this machine (on the CPU, where CUDA is absent):
+    the GPU session is rare and prepared in advance, and a name that moved (e.g. `device_decode_available` from
+    `compatrepro.train` to `compatrepro.loaders`) would otherwise be found there, on its minutes."""
+    import re
+    script = (ROOT/'benchmarks'/'gpu_session.sh').read_text()
+    checks = re.findall(r"python3 -c '([^']*)'", script)
+    assert len(checks) >= 3, f'expected the session\'s import checks in gpu_session.sh, found {len(checks)}'
+    for code in checks:
+        r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert r.returncode == 0, f'gpu_session.sh check fails here:\n{code}\n{r.stderr[-2000:]}'
