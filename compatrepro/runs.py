@@ -621,13 +621,13 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
                  ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a re-run).')
     gaps = [f'{n} {what}' for n, what in ((int(today.unrecorded.max()), 'artifact(s) saved before their making time was written'),
                                           (int(today.unlisted.max()), 'run(s) that did not list their artifacts')) if n] if len(today) else []
-    missing = f" Not counted: {' and '.join(gaps)} (the most of any seed)." if gaps else ''
+    caveats = f" Not counted: {' and '.join(gaps)} (the most of any seed)." if gaps else ''
     threaded = int(today.threaded.max()) if len(today) else 0
-    if threaded: missing += (f' Counted at their wall time, less than one thread would take: {threaded} run(s) on more than '
+    if threaded: caveats += (f' Counted at their wall time, less than one thread would take: {threaded} run(s) on more than '
                              'one thread (the most of any seed).')
     return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the notebooks and '
             f'the making of every model and feature set they used, each once; the mean over the seeds whose runs are all '
-            f'current)' + (': ' + ', '.join(f'{k} {hours(k)}' for k in done) if done else '') + total + missing)
+            f'current)' + (': ' + ', '.join(f'{k} {hours(k)}' for k in done) if done else '') + total + caveats)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
 def _mark_finished(res_dir: Path, job: NotebookJob, seed: int):
