@@ -2,7 +2,9 @@
 # One GPU session for issue 48, prepared to run once on one H200 (16 cores, torch 2.11 cu130, torchvision 0.26, Python 3.12,
 # no internet) from the repository root with the carried wheels in .whl/ and an output folder $OUT:
 #   a. install the carried wheels (papermill, nbformat, ipykernel, faiss-cpu and what they need that the image lacks)
-#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, gpu, gpu-drained, --synthetic (2 epochs of 20 steps each)
+#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, gpu, gpu-drained, --synthetic (2 epochs of 100 steps each:
+#      20-step epochs restart 14 workers every ~2 s, docs/benchmarks.md)
+#   b2. bench_data_path.py: what the CPU side of the reference path feeds per worker, and what a resized copy buys it
 #   c. compatrepro rehearse --device cuda on every experiment notebook, at the same time as
 #   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 (all four papers)
 #   (before b: benchmarks/gpu_loader_check.py, why the device path trained to nan on 2026-11-27: the decoder's race with
@@ -35,15 +37,18 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; n
 mark "a2. the device data path on the GPU: one batch against the CPU and the reference, then training steps on each path"
 timeout 150 python3 benchmarks/gpu_loader_check.py 2>&1 | grep -v Warning | tail -60 > "$OUT/loader_check.log"; cat "$OUT/loader_check.log"
 
-mark "b. bench: ResNet-50, batch 256, 2 epochs of 20 steps, 14 workers"
+mark "b. bench: ResNet-50, batch 256, 2 epochs of 100 steps, 14 workers"
 mkdir -p /tmp/bench   # its JSON files travel in extras.tar.gz (at most 8 files come back)
 for mode in cpu gpu gpu-drained synthetic; do
   if [ $mode = synthetic ]; then flag=--synthetic; else flag="--loader $mode"; fi
   mark "b. bench $mode"
-  timeout 60 python3 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 20 --workers 14 $flag \
+  timeout 75 python3 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 100 --workers 14 $flag \
     --device cuda --out "/tmp/bench/bench_$mode.json" 2>&1 | grep -v 'it/s\]' | tail -20
   echo "bench $mode exit $?"
 done
+
+mark "b2. the reference data path alone on this machine's cores: original and pre-resized JPEGs, 0 and 14 workers"
+timeout 90 python3 benchmarks/bench_data_path.py --images 3000 --workers 14 2>&1 | tail -5
 
 mark "c+d. rehearse (jobs 8) and reproduce tiny seed 0 (jobs 6), side by side, until +555s"
 R=$(left 555); echo "seconds left for c and d: $R"

@@ -56,3 +56,15 @@ def test_boxed_datasets_and_bad_arguments_are_refused(tmp_path, capsys):
     assert rc.main(['roxford5k', str(src), str(tmp_path/'x')]) == 2 and 'query boxes' in capsys.readouterr().err
     assert rc.main(['imagenet', str(src), str(src/'inside')]) == 2 and 'outside' in capsys.readouterr().err
     assert rc.main(['imagenet', str(tmp_path/'none'), str(tmp_path/'x')]) == 2 and 'not a folder' in capsys.readouterr().err
+
+
+def test_bench_data_path_measures_both_trees():
+    """benchmarks/bench_data_path.py (what the copy buys the reference data path per worker) runs end to end on a few
+    images: it makes the tree, the copy through this script, and prints a rate for each and their ratio."""
+    import subprocess, sys
+    r = subprocess.run([sys.executable, str(ROOT/'benchmarks'/'bench_data_path.py'), '--images', '20', '--batch', '10',
+                        '--workers', '0', '--size', '400x300'], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert '400x300' in r.stdout and 'resized copy 341x256' in r.stdout, r.stdout     # short side 300 cut to 256
+    row = [l.split() for l in r.stdout.splitlines() if l.split() and l.split()[0] == '0']
+    assert len(row) == 1 and all(float(v) > 0 for v in row[0][1:]), r.stdout
