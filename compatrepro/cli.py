@@ -12,7 +12,7 @@ import pandas as pd
 from .core import SCALES, STANDIN_SCALES
 from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pending_notebooks, pending_path, pending_runs,
                               pending_text,
-                              premise_text, reproduce, run_hours_text, status_table)
+                              premise_text, reproduce, run_hours_text, status_table, findings_text)
 
 # %% auto #0
 __all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'write_readme_status', 'main']
@@ -68,10 +68,7 @@ def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None,
         held = '' if mine is None else f'; findings that hold: {_held_text(mine, pending)}; checks that pass: {_held_text(mine, pending, "check")}'
         out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
         for r in g.itertuples():
-            held_r = (f'{r.holding} of {r.claims} findings hold' if r.claims else
-                      'a setup table, no finding' if r.kind == 'setup' else 'no finding declared on it') + \
-                     (f' (those of {r.findings_on}, whose numbers it shows)' if r.findings_on else '') + \
-                     (f', checks {r.checks_holding}/{r.checks}' if r.checks else '')
+            held_r = findings_text(r) + (f', checks {r.checks_holding}/{r.checks}' if r.checks else '')
             how = {'stale': f'STALE ({r.notebooks}): {r.reasons}', 'missing': 'missing', 'illustration': 'illustration (nothing to compute)'
                    }.get(r.status, f'{r.status.upper() if r.status in ("partly", "differs") else r.status}: {held_r} (seeds {r.seeds}) by {r.notebooks}')
             out.append(f'  {r.item:<14} {how}')

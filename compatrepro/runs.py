@@ -21,14 +21,15 @@ from .pipeline import backbone_versions          # importing it registers every 
 from .report import claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts, DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, library_changes, notebook_code_hash, write_summary
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID',
-           'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
+__all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS',
+           'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
            'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'head_commit', 'unsettled_runs',
            'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text', 'norm_item',
-           'paper_items', 'item_claims', 'claims_state', 'status_table', 'check_results', 'premise_chance',
-           'premise_criteria', 'premise_table', 'premise_text', 'own_seconds', 'run_hours', 'run_hours_text',
-           'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall', 'runs_to_do', 'reproduce']
+           'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table', 'check_results',
+           'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'own_seconds', 'run_hours',
+           'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall',
+           'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -389,10 +390,20 @@ def norm_item(item) -> str:
     if not m: return str(item).strip()
     return ('Table' if m.group(1).lower().startswith('tab') else 'Figure') + ' ' + m.group(2)
 
+ITEM_KINDS = ('result', 'setup', 'illustration')
+
 def paper_items(root: str|Path) -> list[dict]:
     """The rows of `docs/paper_items.csv` under the repository `root`: paper, item, kind ('result', 'setup' or
-    'illustration'), caption, and findings_on (the item whose findings stand for this one, or '')."""
-    with open(Path(root)/'docs'/'paper_items.csv', encoding='utf-8') as f: return list(csv.DictReader(f))
+    'illustration'), caption, and findings_on (the item of the same paper whose findings stand for this one, or '')."""
+    path = Path(root)/'docs'/'paper_items.csv'
+    with open(path, encoding='utf-8') as f: rows = list(csv.DictReader(f))
+    items = {(r['paper'], r['item']) for r in rows}
+    for i, r in enumerate(rows, 2):
+        if r['kind'] not in ITEM_KINDS: raise ValueError(f"{path.name} line {i}: kind {r['kind']!r} is not one of {ITEM_KINDS}")
+        on = r.get('findings_on') or ''
+        if on and ((r['paper'], on) not in items or on == r['item']):
+            raise ValueError(f"{path.name} line {i}: findings_on {on!r} of {r['paper']} {r['item']} must name another item of {r['paper']} in the file")
+    return rows
 
 ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')
 CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'key', 'claim', 'kind', 'verdict', 'expect', 'constant', 'reason']
@@ -420,6 +431,12 @@ def item_claims(res: str|Path, declared: str|Path|None = None) -> pd.DataFrame:
                                  kind=v.kind, verdict=v.verdict, expect=v.expect, constant=v.constant,
                                  reason=v.reason or (v.why_differs if v.explained else '')))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+def findings_text(row) -> str:
+    """What a row of `status_table` says of its findings: how many hold (and on which item they are declared, if
+    another), or why it has none."""
+    if not row.claims: return 'a setup table, no finding' if row.kind == 'setup' else 'no finding declared on it'
+    return f'{row.holding} of {row.claims} findings hold' + (f' (those of {row.findings_on}, whose numbers it shows)' if row.findings_on else '')
 
 def claims_state(verdicts) -> str:
     "The state of a current item from the verdicts of its findings: reproduced, partly, differs, or runs (no finding)."

@@ -468,10 +468,7 @@ def _status_cell(row, scale: str, pages: dict) -> str:
     if row.status == 'illustration': return 'illustration'
     if row.status == 'missing': return 'missing'
     if row.status in ('reproduced', 'partly', 'differs', 'runs'):
-        held = (f'{row.holding} of {row.claims} findings hold' if row.claims else
-                'a setup table, no finding' if row.kind == 'setup' else 'no finding declared on it') + \
-               (f' (those of {row.findings_on}, whose numbers it shows)' if row.findings_on else '') + \
-               (f' (checks {row.checks_holding}/{row.checks})' if row.checks else '')
+        held = R.findings_text(row) + (f' (checks {row.checks_holding}/{row.checks})' if row.checks else '')
         return f'**{row.status}**, {held}, seeds {row.seeds.replace(" ", ", ")}: ' + ', '.join(link(n) for n in nbs)
     # stale: '<nb> seed <k>: <why>' parts, grouped by reason and seeds, so notebooks with the same story share a line
     seeds: dict = {}
