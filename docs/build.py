@@ -482,6 +482,43 @@ def _status_cell(row, scale: str, pages: dict) -> str:
     cur = f' (current seeds: {row.seeds.replace(" ", ", ")})' if isinstance(row.seeds, str) and row.seeds.strip() else ''
     return f'**stale**{cur}: ' + '<br>'.join(why)
 
+OVERVIEW_FIGURE = 'results_overview.svg'
+VERDICT_COLOURS = {'holds': '#4c9a5b', 'within noise': '#b8b8b8', 'fails': '#c8553d', 'missing': '#ffffff'}
+STATE_COLOURS = {'reproduced': '#4c9a5b', 'partly': '#a7c957', 'differs': '#c8553d', 'runs': '#b8b8b8',
+                 'stale': '#e9c46a', 'missing': '#ffffff'}
+
+def overview_figure() -> str:
+    """results_overview's picture (SVG text, its text kept as text): per paper at tiny scale, its findings by verdict
+    over the seeds, and its result tables and figures by state: what the overview's tables say, at a glance."""
+    import io
+    import matplotlib; matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    claims = R.item_claims(RESULTS/'tiny', DOCS/'claims.csv').drop_duplicates(['notebook', 'key'])
+    findings = claims[claims.kind == 'finding']
+    t = R.status_table('tiny', RESULTS, NBS)
+    t = t[t.kind == 'result']
+    papers = list(dict.fromkeys(i['paper'] for i in R.paper_items(ROOT)))[::-1]     # the first paper on top
+    panels = ((findings, 'verdict', VERDICT_COLOURS, 'findings of the paper, by verdict over the seeds'),
+              (t, 'status', STATE_COLOURS, 'result tables and figures, by state'))
+    with plt.rc_context({'svg.fonttype': 'none', 'svg.hashsalt': 'compatrepro', 'font.size': 9}):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 2.6), constrained_layout=True)
+        for ax, (df, col, colours, title) in zip(axes, panels):
+            counts = {p: df[df.paper == p][col].value_counts() for p in papers}
+            left = [0]*len(papers)
+            for name, colour in colours.items():
+                n = [int(counts[p].get(name, 0)) for p in papers]
+                if not any(n): continue
+                ax.barh(papers, n, left=left, color=colour, edgecolor='#555555', linewidth=0.5, label=name)
+                left = [a + b for a, b in zip(left, n)]
+            for y, p in enumerate(papers):
+                h, tot = int(counts[p].get('holds' if col == 'verdict' else 'reproduced', 0)), int(counts[p].sum())
+                ax.text(left[y], y, f' {h} of {tot}', va='center')
+            ax.set_title(title, loc='left'); ax.set_xlim(0, max(left)*1.18)
+            ax.spines[['top', 'right']].set_visible(False)
+            ax.legend(ncols=len(ax.get_legend_handles_labels()[1]), loc='lower left', bbox_to_anchor=(0, -0.42), frameon=False)
+        buf = io.StringIO(); fig.savefig(buf, format='svg', metadata={'Date': None}); plt.close(fig)
+    return buf.getvalue()
+
 def results_overview(pages: dict) -> str:
     "results.md: every item of docs/paper_items.csv with its status at tiny and paper scale (compatrepro.runs.status_table)."
     tabs = {s: R.status_table(s, RESULTS, NBS) for s in ('tiny', 'paper')}
@@ -510,7 +547,10 @@ def results_overview(pages: dict) -> str:
            '- **illustration**: a figure that shows the method rather than a result: nothing to compute.', '',
            'Smoke-scale runs (a few seconds per notebook, to check that the code runs) are never committed and never '
            'shown. The list of items is `docs/paper_items.csv`, made by reading the papers; each notebook page ends '
-           'with its records beside the paper\'s numbers.', '']
+           'with its records beside the paper\'s numbers.', '',
+           f':::{{figure}} {OVERVIEW_FIGURE}', ':alt: per paper, bars of its findings by verdict and of its tables and figures by state', '',
+           'At tiny scale, per paper: its findings by verdict over the seeds (beside each bar, how many hold of all) and its '
+           'result tables and figures by state (how many are reproduced of all).', ':::', '']
     for scale, t in tabs.items():
         res = t[[kinds.get((r.paper, r.item)) == 'result' for r in t.itertuples()]]
         n = res.status.value_counts()
@@ -687,6 +727,7 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
     if hidden: lines += ['```{toctree}', ':hidden:', ''] + hidden + ['```', '']
     write_if_changed(SRC/'papers/index.md', '\n'.join(lines)); wanted.add('papers/index.md')
     write_if_changed(SRC/'results.md', results_overview(pages)); wanted.add('results.md')
+    write_if_changed(SRC/OVERVIEW_FIGURE, overview_figure()); wanted.add(OVERVIEW_FIGURE)
     # hand-written pages: every docs/*.md, with the real command-line help and data layouts filled in
     fills = {'{{CLI_HELP}}': lambda: _help_block('reproduce', '--help'), '{{STATUS_HELP}}': lambda: _help_block('status', '--help'),
              '{{DATA_LAYOUTS}}': data_layouts}

@@ -128,6 +128,24 @@ def test_results_overview_lists_every_paper_item(site):
     assert 'results/smoke' not in (SITE/'results.html').read_text(encoding='utf-8'), 'the overview shows smoke runs'
 
 
+def test_results_overview_has_its_picture(site):
+    """The overview's picture is on the page and says, per paper, the findings that hold of all and the result items
+    reproduced of all, as `compatrepro status` counts them (its text is kept as text in the SVG)."""
+    from compatrepro.runs import item_claims, status_table
+    assert 'results_overview.svg' in (SITE/'results.html').read_text(encoding='utf-8'), 'the overview page lost its picture'
+    svg = [p for p in SITE.rglob('results_overview.svg')]
+    assert svg, 'results_overview.svg is not in the built site'
+    text = set(re.findall(r'>\s*([^<>]*?)\s*<', svg[0].read_text(encoding='utf-8')))
+    claims = item_claims(ROOT/'results'/'tiny', DOCS/'claims.csv').drop_duplicates(['notebook', 'key'])
+    findings = claims[claims.kind == 'finding']
+    t = status_table('tiny', ROOT/'results', NBS)
+    t = t[t.kind == 'result']
+    for paper in sorted(set(findings.paper)):
+        f, i = findings[findings.paper == paper], t[t.paper == paper]
+        for want in (f"{(f.verdict == 'holds').sum()} of {len(f)}", f"{(i.status == 'reproduced').sum()} of {len(i)}"):
+            assert want in text, f'{paper}: the picture does not say {want!r}'
+
+
 def test_pages_show_real_outputs(site):
     "Library pages show nbdev's show_doc and the outputs of their execution; experiment pages say which run made them."
     core = (SITE/'api'/'00_core.html').read_text(encoding='utf-8')
