@@ -48,7 +48,7 @@ for mode in cpu gpu gpu-drained synthetic; do
 done
 
 mark "b2. the reference data path alone on this machine's cores: original and pre-resized JPEGs, 0 and 14 workers"
-timeout 90 python3 benchmarks/bench_data_path.py --images 3000 --workers 14 2>&1 | tail -5
+timeout 90 python3 benchmarks/bench_data_path.py --images 2000 --workers 14 2>&1 | tail -5
 
 mark "c+d. rehearse (jobs 8) and reproduce tiny seed 0 (jobs 6), side by side, until +555s"
 R=$(left 555); echo "seconds left for c and d: $R"
