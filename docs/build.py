@@ -487,16 +487,15 @@ VERDICT_COLOURS = {'holds': '#4c9a5b', 'within noise': '#b8b8b8', 'fails': '#c85
 STATE_COLOURS = {'reproduced': '#4c9a5b', 'partly': '#a7c957', 'differs': '#c8553d', 'runs': '#b8b8b8',
                  'stale': '#e9c46a', 'missing': '#ffffff'}
 
-def overview_figure() -> str:
+def overview_figure(tiny) -> str:
     """results_overview's picture (SVG text, its text kept as text): per paper at tiny scale, its findings by verdict
-    over the seeds, and its result tables and figures by state: what the overview's tables say, at a glance."""
+    over the seeds, and its result tables and figures by state (`tiny`: the overview's `status_table` at tiny scale)."""
     import io
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     claims = R.item_claims(RESULTS/'tiny', DOCS/'claims.csv').drop_duplicates(['notebook', 'key'])
     findings = claims[claims.kind == 'finding']
-    t = R.status_table('tiny', RESULTS, NBS)
-    t = t[t.kind == 'result']
+    t = tiny[tiny.kind == 'result']
     papers = list(dict.fromkeys(i['paper'] for i in R.paper_items(ROOT)))[::-1]     # the first paper on top
     panels = ((findings, 'verdict', VERDICT_COLOURS, 'findings of the paper, by verdict over the seeds'),
               (t, 'status', STATE_COLOURS, 'result tables and figures, by state'))
@@ -519,9 +518,9 @@ def overview_figure() -> str:
         buf = io.StringIO(); fig.savefig(buf, format='svg', metadata={'Date': None}); plt.close(fig)
     return buf.getvalue()
 
-def results_overview(pages: dict) -> str:
-    "results.md: every item of docs/paper_items.csv with its status at tiny and paper scale (compatrepro.runs.status_table)."
-    tabs = {s: R.status_table(s, RESULTS, NBS) for s in ('tiny', 'paper')}
+def results_overview(pages: dict, tabs: dict) -> str:
+    """results.md: every item of docs/paper_items.csv with its status at tiny and paper scale (`tabs`: scale ->
+    compatrepro.runs.status_table)."""
     kinds = {(i['paper'], i['item']): i['kind'] for i in R.paper_items(ROOT)}
     out = ['# Results overview', '',
            'Every table and figure of the four papers, and where the package stands on each, at **tiny** scale (the '
@@ -552,7 +551,7 @@ def results_overview(pages: dict) -> str:
            'At tiny scale, per paper: its findings by verdict over the seeds (beside each bar, how many hold of all) and its '
            'result tables and figures by state (how many are reproduced of all).', ':::', '']
     for scale, t in tabs.items():
-        res = t[[kinds.get((r.paper, r.item)) == 'result' for r in t.itertuples()]]
+        res = t[t.kind == 'result']
         n = res.status.value_counts()
         out.append(f'- {scale} scale: **{n.get("reproduced", 0)} of {len(res)}** result tables and figures reproduced, '
                    f'{n.get("partly", 0)} partly, {n.get("differs", 0)} differ, {n.get("runs", 0)} run without a claim, '
@@ -726,8 +725,9 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
     if not exp_entries: lines += ['No experiment notebook has landed in `nbs/` yet.', '']
     if hidden: lines += ['```{toctree}', ':hidden:', ''] + hidden + ['```', '']
     write_if_changed(SRC/'papers/index.md', '\n'.join(lines)); wanted.add('papers/index.md')
-    write_if_changed(SRC/'results.md', results_overview(pages)); wanted.add('results.md')
-    write_if_changed(SRC/OVERVIEW_FIGURE, overview_figure()); wanted.add(OVERVIEW_FIGURE)
+    tabs = {s: R.status_table(s, RESULTS, NBS) for s in ('tiny', 'paper')}     # read once for the page and its picture
+    write_if_changed(SRC/'results.md', results_overview(pages, tabs)); wanted.add('results.md')
+    write_if_changed(SRC/OVERVIEW_FIGURE, overview_figure(tabs['tiny'])); wanted.add(OVERVIEW_FIGURE)
     # hand-written pages: every docs/*.md, with the real command-line help and data layouts filled in
     fills = {'{{CLI_HELP}}': lambda: _help_block('reproduce', '--help'), '{{STATUS_HELP}}': lambda: _help_block('status', '--help'),
              '{{DATA_LAYOUTS}}': data_layouts}
