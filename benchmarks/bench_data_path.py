@@ -6,7 +6,7 @@ ResNet-50 a third of what it trains (docs/benchmarks.md). That path runs on the 
 be measured on any machine, without a model: this writes a fake ImageNet tree of JPEGs at ImageNet's typical size,
 a copy made by `data_prep/resize_copy.py` (short side 256), and times `iter_batches` over each with 0 workers (the
 main process) and with `--workers` workers, printing images per second over an epoch, the copy's rate as a ratio to
-the original's, and the seconds to the epoch's first batch (the workers' start, which every epoch pays again). `--content photo` (the default) draws smooth random images with grain, whose files average about 108 KB at
+the original's, and the seconds to the epoch's first batch (the workers' start, which every epoch pays again). `--content photo` (the default) draws smooth random images with grain (`bench_train_steps.fake_image`), whose files average about 108 KB at
 500x375 and quality 90, as ImageNet-1k's do (138 GB over 1.28 M training images): decoding a JPEG costs by its pixels
 and its coded bits; `--content noise` draws the pixel noise of `bench_train_steps.py`'s tree, which decodes slowest.
 
@@ -30,24 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from compatrepro.data import get_split          # noqa: E402
 from compatrepro.loaders import iter_batches    # noqa: E402
-
-
-def fake_image(rng, w: int, h: int, content: str) -> Image.Image:
-    "A random RGB image: 'noise' (uniform pixels) or 'photo' (a smooth field of coarse colours, plus grain of std 27)."
-    if content == 'noise': return Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
-    small = rng.uniform(0, 255, (6, 8, 3)).astype(np.uint8)               # coarse colours, upsampled smoothly
-    field = np.asarray(Image.fromarray(small).resize((w, h), Image.BICUBIC), dtype=np.float32)
-    return Image.fromarray(np.clip(field + rng.normal(0, 27, field.shape), 0, 255).astype(np.uint8))
-
-
-def fake_tree(root: Path, n_classes: int, per_class: int, size: tuple[int, int], content: str) -> Path:
-    "ImageNet's layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG) with `per_class` JPEGs of `size` (w, h) per class."
-    rng = np.random.default_rng(0)
-    for part, k in (('train', per_class), ('val', 1)):
-        for c in range(n_classes):
-            d = root/'imagenet'/part/f'n{c:08d}'; d.mkdir(parents=True, exist_ok=True)
-            for i in range(k): fake_image(rng, *size, content).save(d/f'n{c:08d}_{i}.JPEG', quality=90)
-    return root
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_train_steps import fake_imagenet     # noqa: E402
 
 
 def images_per_s(root: Path, batch: int, workers: int, epochs: int = 2) -> tuple[float, float]:
@@ -74,7 +58,7 @@ def main():
     w, h = (int(v) for v in a.size.lower().split('x'))
     with tempfile.TemporaryDirectory() as d:
         orig, small = Path(d)/'orig', Path(d)/'small'
-        fake_tree(orig, 10, a.images//10, (w, h), a.content)
+        fake_imagenet(orig, 10, a.images//10, size=(w, h), content=a.content)
         subprocess.run([sys.executable, str(ROOT/'data_prep'/'resize_copy.py'), 'imagenet', str(orig), str(small)],
                        check=True, capture_output=True, cwd=ROOT)
         kb = lambda r: np.mean([p.stat().st_size for p in (r/'imagenet'/'train').rglob('*.JPEG')])/1024

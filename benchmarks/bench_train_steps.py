@@ -33,14 +33,23 @@ from compatrepro.pipeline import get_backbone
 from compatrepro import specs as SP, train as T
 
 
-def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0, size=(500, 375)) -> Path:
-    "ImageNet's layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG) with random JPEGs of `size` (w, h; ImageNet's typical 500x375)."
+def fake_image(rng, w: int, h: int, content: str = 'noise') -> Image.Image:
+    """A random RGB image: 'noise' (uniform pixels, the slowest to decode) or 'photo' (a smooth field of coarse colours
+    plus grain of std 27, whose JPEGs at 500x375 and quality 90 average about 108 KB, as ImageNet-1k's do)."""
+    if content == 'noise': return Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
+    small = rng.uniform(0, 255, (6, 8, 3)).astype(np.uint8)               # coarse colours, upsampled smoothly
+    field = np.asarray(Image.fromarray(small).resize((w, h), Image.BICUBIC), dtype=np.float32)
+    return Image.fromarray(np.clip(field + rng.normal(0, 27, field.shape), 0, 255).astype(np.uint8))
+
+
+def fake_imagenet(root: Path, n_classes: int, per_class: int, seed: int = 0, size=(500, 375), content: str = 'noise') -> Path:
+    """ImageNet's layout (train/<wnid>/*.JPEG, val/<wnid>/*.JPEG) with random JPEGs (`fake_image`'s `content`) of `size`
+    (w, h; ImageNet's typical 500x375)."""
     rng = np.random.default_rng(seed)
     for part, k in (('train', per_class), ('val', 2)):
         for c in range(n_classes):
             d = root/'imagenet'/part/f'n{c:08d}'; d.mkdir(parents=True, exist_ok=True)
-            for i in range(k):
-                Image.fromarray(rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)).save(d/f'n{c:08d}_{i}.JPEG', quality=90)
+            for i in range(k): fake_image(rng, *size, content).save(d/f'n{c:08d}_{i}.JPEG', quality=90)
     return root
 
 
