@@ -818,7 +818,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
     if plan:
-        p = plan_runs(res_dir, [(j.nb.stem, j.params['seed']) for j in todo])
+        known = res_dir if any((res_dir/'runs').glob('*.seed*.json')) else base   # a new folder: the runs it is compared with
+        p = plan_runs(known, [(j.nb.stem, j.params['seed']) for j in todo])
         with pd.option_context('display.width', 200, 'display.max_colwidth', 90, 'display.max_rows', 500):
             print(p.round(1).to_string(index=False) if len(p) else 'Nothing to run.')
         unknown, low = p.notebook[p.minutes.isna()].tolist(), int(p.lower_bound.sum())
@@ -827,6 +828,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
               f"{n_jobs} at a time, on a machine like the one that recorded them"
               + (f"; no estimate for {', '.join(sorted(set(unknown)))} (never ran)" if unknown else '')
               + (f"; {low} run(s) recorded before runs listed their models count only their own time" if low else '')
+              + (f"; estimated from the runs recorded under {known}" if known != res_dir else '')
               + ".\nStart only what ends well before the session does: --only and --seeds choose a part, and each finished run can be committed.")
         return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, {min(n_jobs, max(1, len(todo)))} at a time; '

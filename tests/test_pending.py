@@ -111,6 +111,12 @@ def test_pending_reruns_land_seed_by_seed(tmp_path, monkeypatch):
     plan = out.getvalue()
     assert re.search(r'20_one\s+0\s', plan) and re.search(r'20_one\s+1\s', plan) and '2 run(s)' in plan, plan
     assert (res/'runs'/'20_one.seed0.json').read_text().count('edited') == 0     # --plan ran nothing
+    out = io.StringIO()      # a new results folder (the README's first command) is planned from the runs it is compared with
+    with contextlib.redirect_stdout(out):
+        assert main(['reproduce', '--plan', '--out', str(d/'fresh'), '--compare-with', str(d/'results'), '--nbs', str(d/'nbs')]) == 0
+    plan = out.getvalue()
+    assert 'never ran' not in plan and f"estimated from the runs recorded under {res}" in plan, plan
+    assert not (d/'fresh'/'tiny'/'runs').exists() or not list((d/'fresh'/'tiny'/'runs').iterdir())   # --plan ran nothing
 
     st = reproduce(seeds=[0], only=['20_one'], nbs=d/'nbs', out=d/'results', threads=1, show=False, pending=True)
     assert list(st) == [('20_one', 0)] and st[('20_one', 0)] is None, st
