@@ -4,27 +4,28 @@
 
 # %% ../nbs/12_report.ipynb #2b77449b
 from __future__ import annotations
-import ast, atexit, copy, functools, hashlib, json, os, platform, re, sys, time
+import ast, atexit, bisect, copy, functools, hashlib, inspect, json, os, platform, re, sys, threading, time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
 import compatrepro
-from .core import (RECORD_COLUMNS, atomic_path, atomic_write_text, current_context, get_device, make_record,
+from .core import (RECORD_COLUMNS, STANDIN_SCALES, atomic_path, atomic_write_text, current_context, get_device, make_record,
                               paper_of_notebook,
                               read_records, write_records)
 
 # %% auto #0
-__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS', 'CLAIMS_COLUMNS',
-           'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'SAVE_EVERY_S', 'aggregate_records', 'repo_root',
-           'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table', 'table_caption', 'summary_markdown',
-           'write_summary', 'file_digest', 'find_notebook', 'cpu_model', 'machine_info', 'code_digest', 'names_used',
-           'Definition', 'module_definitions', 'library_definitions', 'name_digest', 'code_closure', 'notebook_code',
-           'notebook_code_hash', 'run_dependencies', 'library_changes', 'linear', 'diff', 'above', 'below', 'least',
-           'near', 'close_to', 'order', 'make_claim', 'ClaimSet', 'load_claims', 'claim_refs', 'claim_margins',
-           'claim_band', 'claim_verdict', 'declared_claims', 'differing_verdicts', 'claims_table', 'claims_problems',
-           'save_open_books', 'RecordBook']
+__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'PAPER_SCALE_ONLY', 'VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS',
+           'CLAIMS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'SAVE_EVERY_S', 'aggregate_records',
+           'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table', 'table_caption',
+           'summary_markdown', 'write_summary', 'file_digest', 'find_notebook', 'cpu_model', 'machine_info',
+           'code_digest', 'names_used', 'Definition', 'module_definitions', 'library_definitions', 'name_digest',
+           'code_closure', 'notebook_code', 'notebook_code_hash', 'run_dependencies', 'library_changes',
+           'standin_unreached', 'run_library_changes', 'trace_definitions', 'traced_definitions', 'linear', 'diff',
+           'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'ClaimSet', 'load_claims',
+           'claim_refs', 'claim_margins', 'claim_band', 'claim_verdict', 'declared_claims', 'differing_verdicts',
+           'claims_table', 'claims_problems', 'save_open_books', 'RecordBook']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -299,6 +300,62 @@ def library_changes(recorded: dict[str, str], pkg_dir: str|Path|None = None, def
     "The names of `recorded` ({name: digest}, a run's `library`) whose definition has changed or is gone since."
     defs = library_definitions(pkg_dir) if defs is None else defs
     return sorted(n for n, dg in recorded.items() if n not in defs or name_digest(defs[n]) != dg)
+
+# %% ../nbs/12_report.ipynb #7c0f5dac
+PAPER_SCALE_ONLY = ('_paper_split', 'ManifestDataset', 'loader_choice', 'device_loader_applies', 'iter_device_batches')   # entered only with a paper dataset's files
+
+def standin_unreached(names, defs: dict[str, list[Definition]], entries=PAPER_SCALE_ONLY) -> set[str]:
+    """The definitions that `names` (a notebook's) reach only through `entries` (the paper scale's path): a run at a
+    stand-in scale, whose datasets are tensors in memory, never executes them."""
+    return set(code_closure(names, defs, stop=BOOKKEEPING)) - set(code_closure(names, defs, stop=BOOKKEEPING + tuple(entries)))
+
+def run_library_changes(prov: dict, src: str|Path|None, pkg_dir: str|Path|None = None) -> list[str]:
+    """The definitions of a run's `library` (its provenance `prov`) that changed since the run (`library_changes`),
+    less, for a run at a stand-in scale, those its notebook `src` reaches only through `PAPER_SCALE_ONLY`."""
+    defs = library_definitions(pkg_dir)
+    changed = library_changes(prov['library'], defs=defs)
+    if changed and prov.get('scale') in STANDIN_SCALES and src is not None and Path(src).exists():
+        changed = sorted(set(changed) - standin_unreached(notebook_code(src)[1], defs))
+    return changed
+
+def _top_level_lines(path: str) -> tuple[list[int], list[str]]:
+    "The first line (decorators included) of each top-level statement of the source file `path`, and the name it defines."
+    starts, names = [], []
+    for s in ast.parse(Path(path).read_text(encoding='utf-8')).body:
+        starts.append(min([s.lineno] + [d.lineno for d in getattr(s, 'decorator_list', [])]))
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(s.name)
+        elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            names.append(','.join(n for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) for n in _target_names(t)))
+        else: names.append('<statement>')
+    return starts, names
+
+def trace_definitions(out_dir: str|Path):
+    """Append to `out_dir/<pid>.txt` each package definition (`module.name`) the first time code of it runs in this
+    process, on this thread and the threads started after; return the function that stops it. The code of module and
+    class bodies, which runs when the package is imported, does not count. For tests: which definitions a run executes."""
+    pkg, lines, seen, recorded = str(Path(compatrepro.__file__).resolve().parent) + os.sep, {}, set(), set()
+    out = open(Path(out_dir, f'{os.getpid()}.txt'), 'a', buffering=1)   # a line at once: a killed process keeps its record
+    def tracer(frame, event, arg):
+        code = frame.f_code
+        if code in seen: return None
+        seen.add(code)
+        f = code.co_filename
+        if not f.startswith(pkg) or not code.co_flags & inspect.CO_OPTIMIZED: return None
+        if code.co_name.startswith('<') and frame.f_back is not None and not frame.f_back.f_code.co_flags & inspect.CO_OPTIMIZED:
+            return None   # a comprehension in a module or class body: import time
+        if f not in lines: lines[f] = _top_level_lines(f)
+        starts, names = lines[f]
+        name = f'{Path(f).stem}.{names[max(bisect.bisect_right(starts, code.co_firstlineno) - 1, 0)]}'
+        if name not in recorded: recorded.add(name); out.write(name + '\n')
+        return None
+    sys.settrace(tracer); threading.settrace(tracer)
+    def stop(): sys.settrace(None); threading.settrace(None); out.close()
+    return stop
+
+def traced_definitions(trace_dir: str|Path) -> dict[str, set[str]]:
+    "{process id: the definitions (`module.name`) it executed} from the files `trace_definitions` wrote in `trace_dir`."
+    return {f.stem: set(f.read_text().split()) for f in sorted(Path(trace_dir).glob('*.txt'))}
+
 
 # %% ../nbs/12_report.ipynb #fd3896f6
 VERDICTS = ('holds', 'fails', 'within noise')

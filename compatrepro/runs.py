@@ -18,7 +18,7 @@ from .glyphs import standin_config
 from .core import (SCALES, STANDIN_SCALES, ArtifactCache, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
                               is_experiment_notebook, logger, paper_of_notebook, registered_versions)
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
-from .report import claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts, DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, library_changes, notebook_code_hash, write_summary
+from .report import claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts, DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, notebook_code_hash, run_library_changes, write_summary
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS',
@@ -235,7 +235,7 @@ def run_state(results_dir: str|Path, notebook: str, seed: int, nbs_dir: str|Path
     if not src.exists(): why.append(f'its notebook {src.name} no longer exists')
     elif prov.get('code_hash') != notebook_code_hash(src): why.append('its notebook\'s code changed since the run')
     if 'library' not in prov: why.append('its provenance names no library code (made before runs recorded it)')
-    elif (changed := library_changes(prov['library'])):
+    elif (changed := run_library_changes(prov, src)):
         why.append('library code it reaches changed: ' + ', '.join(changed[:6]) + (f' and {len(changed) - 6} more' if len(changed) > 6 else ''))
     reg = registered_versions()
     for k, v in prov.get('versions', {}).items():

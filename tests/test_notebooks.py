@@ -6,8 +6,8 @@
   exercises every line of a notebook in seconds; its numbers mean nothing. `test_smoke_writes_what_tiny_writes`
   checks that it writes every record and figure the committed tiny run has, so smoke leaves no part untested.
 
-Trained smoke models are shared between the notebooks through the artifact cache ($COMPATREPRO_CACHE)."""
-import json, re, shutil, subprocess, sys
+Trained smoke models are shared between the notebooks through an artifact cache of their own, empty at the start."""
+import json, os, re, shutil, subprocess, sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from compatrepro.core import is_claims_notebook, paper_of_notebook
+from compatrepro.report import library_definitions, notebook_code, standin_unreached, traced_definitions
 from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, pending_runs, reproduce,
                               run_state)
 
@@ -61,10 +62,19 @@ def test_library_notebook(nb, library_runs):
 
 @pytest.fixture(scope='module')
 def smoke(tmp_path_factory):
-    "One `reproduce(scale='smoke', seeds=[0])` of every experiment notebook into a temporary results folder."
-    out = tmp_path_factory.mktemp('results')
-    status = reproduce(scale='smoke', seeds=[0], out=out, nbs=NBS, jobs=2, show=True)
-    return SimpleNamespace(dir=out/'smoke', status=status)
+    """One `reproduce(scale='smoke', seeds=[0])` of every experiment notebook into a temporary results folder, each
+    kernel recording the package definitions it executes into `trace` (COMPATREPRO_TRACE_DIR, see 12_report). Its
+    artifact cache starts empty, so that every model is trained under the trace whatever ran before."""
+    out, trace, cache = (tmp_path_factory.mktemp(d) for d in ('results', 'trace', 'cache'))
+    env = dict(COMPATREPRO_TRACE_DIR=str(trace), COMPATREPRO_CACHE=str(cache))   # the kernels inherit them
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try: status = reproduce(scale='smoke', seeds=[0], out=out, nbs=NBS, jobs=2, show=True)
+    finally:
+        for k, v in before.items():
+            if v is None: del os.environ[k]
+            else: os.environ[k] = v
+    return SimpleNamespace(dir=out/'smoke', status=status, trace=trace)
 
 
 def _seconds(smoke, nb):
@@ -89,6 +99,22 @@ def test_experiment_notebook_runs_at_smoke_scale(nb, smoke):
     p = json.loads(prov.read_text())
     assert (p.get('notebook'), p.get('seed'), p.get('scale'), p.get('finished')) == (nb, 0, 'smoke', True), p
     assert run_state(smoke.dir, nb, 0, NBS) == ('current', []), 'a run just made is not current'
+
+
+def test_standin_runs_never_execute_the_paper_scale_path(smoke):
+    """A run on the stand-in is not made stale by a change to a definition its notebook reaches only through the paper
+    scale's data path (`standin_unreached`, `run_library_changes`): that holds because no such run executes one. Every
+    smoke run recorded the definitions it executed; none of them may be one of those (smoke and tiny take the same path:
+    both are `STANDIN_SCALES`, whose datasets are tensors in memory)."""
+    traced = traced_definitions(smoke.trace)
+    assert len(traced) >= len(EXPERIMENTS), f'{len(traced)} kernels recorded what they executed, for {len(EXPERIMENTS)} notebooks'
+    executed = {d.split('.', 1)[1] for ds in traced.values() for d in ds}
+    assert {'get_split', 'iter_batches', 'RecordBook', 'backfill_curve'} <= executed, 'the trace misses what every run executes'
+    defs = library_definitions()
+    unreached = {nb: standin_unreached(notebook_code(NBS/f'{nb}.ipynb')[1], defs) for nb in EXPERIMENTS}
+    assert {'decode_jpegs', 'build_manifest', '_paper_split'} <= set().union(*unreached.values()), 'the paper path is not left out'
+    wrong = {nb: sorted(u & executed) for nb, u in unreached.items() if u & executed}
+    assert not wrong, f'stand-in runs executed what PAPER_SCALE_ONLY says they never enter: {wrong}'
 
 
 def _record_keys(path):

@@ -41,3 +41,23 @@ def test_an_evaluation_change_makes_exactly_its_runs_stale_and_a_comment_nothing
 
     _edit(metrics, 'return 100 * float((r & ~h).sum() / r.sum())', 'return 99 * float((r & ~h).sum() / r.sum())')
     assert _stale_runs(root) == reach
+
+
+def test_a_change_to_the_paper_scale_data_path_stales_no_standin_run(tmp_path):
+    """Every training notebook reaches `decode_jpegs` (the GPU data path) through `iter_batches`, yet no tiny run executes
+    it, so changing it stales none of them (`standin_unreached`; tests/test_notebooks.py checks that no stand-in run
+    executes it); a change to `iter_batches` itself, which they do execute, stales every run that reaches it."""
+    root = _scratch(tmp_path)
+    loaders = root/'compatrepro'/'loaders.py'
+    provs = [json.loads(f.read_text()) for f in (root/'results'/'tiny'/'runs').glob('*.json')]
+    reach = lambda name: {(p['notebook'], p['seed']) for p in provs if name in p.get('library', {})}
+    assert len(reach('decode_jpegs')) > len(provs)//2, 'most runs should reach decode_jpegs'
+
+    _edit(loaders, '    try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))',
+          '    if device.type == "cuda": torch.cuda.current_stream(device).synchronize()\n'
+          '    try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))')
+    assert _stale_runs(root) == set()
+
+    _edit(loaders, 'raise ValueError("views > 1 needs train=True: un-augmented views would all be equal")',
+          'raise ValueError("views > 1 needs train=True")')
+    assert _stale_runs(root) == reach('iter_batches') != set()
