@@ -334,6 +334,7 @@ def trace_definitions(out_dir: str|Path):
     process, on this thread and the threads started after; return the function that stops it. The code of module and
     class bodies, which runs when the package is imported, does not count. For tests: which definitions a run executes."""
     pkg, lines, seen, recorded = str(Path(compatrepro.__file__).resolve().parent) + os.sep, {}, set(), set()
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     out = open(Path(out_dir, f'{os.getpid()}.txt'), 'a', buffering=1)   # a line at once: a killed process keeps its record
     def tracer(frame, event, arg):
         code = frame.f_code
