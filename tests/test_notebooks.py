@@ -63,10 +63,14 @@ def test_library_notebook(nb, library_runs):
 @pytest.fixture(scope='module')
 def smoke(tmp_path_factory):
     """One `reproduce(scale='smoke', seeds=[0])` of every experiment notebook into a temporary results folder, each
-    kernel recording the package definitions it executes into `trace` (COMPATREPRO_TRACE_DIR, see 12_report). Its
-    artifact cache starts empty, so that every model is trained under the trace whatever ran before."""
-    out, trace, cache = (tmp_path_factory.mktemp(d) for d in ('results', 'trace', 'cache'))
-    env = dict(COMPATREPRO_TRACE_DIR=str(trace), COMPATREPRO_CACHE=str(cache))   # the kernels inherit them
+    kernel recording the package definitions it executes into `trace` (`trace_definitions`, started by an IPython
+    startup file). Its artifact cache starts empty, so that every model is trained under the trace whatever ran before."""
+    out, trace, cache, ipython = (tmp_path_factory.mktemp(d) for d in ('results', 'trace', 'cache', 'ipython'))
+    startup = ipython/'profile_default'/'startup'
+    startup.mkdir(parents=True)
+    (startup/'00-trace.py').write_text('from compatrepro.report import trace_definitions\n'
+                                       f'trace_definitions({str(trace)!r})\n')
+    env = dict(IPYTHONDIR=str(ipython), COMPATREPRO_CACHE=str(cache))   # the kernels inherit them
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try: status = reproduce(scale='smoke', seeds=[0], out=out, nbs=NBS, jobs=2, show=True)
@@ -74,7 +78,7 @@ def smoke(tmp_path_factory):
         for k, v in before.items():
             if v is None: del os.environ[k]
             else: os.environ[k] = v
-    return SimpleNamespace(dir=out/'smoke', status=status, trace=trace)
+    return SimpleNamespace(dir=out/'smoke', status=status, trace=trace, cache=cache)
 
 
 def _seconds(smoke, nb):
@@ -172,10 +176,11 @@ def test_smoke_writes_what_tiny_writes(nb, smoke):
     assert fa == fb, f'{nb}: smoke and tiny figures differ\nonly in smoke: {sorted(fa - fb)}\nonly in tiny: {sorted(fb - fa)}'
 
 
-def test_a_rerun_is_compared_with_the_records_it_should_reproduce(smoke, tmp_path):
+def test_a_rerun_is_compared_with_the_records_it_should_reproduce(smoke, tmp_path, monkeypatch):
     """`reproduce --out ELSEWHERE --compare-with RESULTS`, as the README's first command runs it: a smoke re-run of one
     notebook from the same cache, into another folder, reports every value equal to the first run's."""
     nb = '24_fastfill_biased'
+    monkeypatch.setenv('COMPATREPRO_CACHE', str(smoke.cache))
     st = reproduce(scale='smoke', seeds=[0], out=tmp_path, nbs=NBS, only=[f'^{nb}$'], jobs=1, compare_with=smoke.dir.parent, show=False)
     assert st == {(nb, 0): None}, st
     cmp = pd.read_csv(tmp_path/'smoke'/'rerun_comparison.csv').set_index('notebook')
