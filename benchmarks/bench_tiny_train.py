@@ -1,8 +1,9 @@
-"""Images per second of the tiny recipe's training step (ResNet-18 with the 32x32 stem, batch 64, Adam, label-smoothed
-cross-entropy on the Glyphs stand-in's ImageNet-1k training set) on this machine's CPU, and what changes it:
+"""Images per second of the tiny recipe's training step (`backbone_spec('imagenet-1k', 'tiny')`: its backbone, batch,
+optimiser and label-smoothed cross-entropy, on the Glyphs stand-in's ImageNet-1k training set) on this machine's CPU,
+and what changes it:
 
-- the real data path (the stand-in's uint8 tensors, normalised per batch) against the same model fed synthetic tensors
-  (what the data path costs);
+- the real data path (`iter_batches`: the stand-in's uint8 tensors, augmented and normalised per batch, inside the
+  timed loop) against the same model fed synthetic tensors made beforehand (what the data path costs);
 - 1 thread against all cores, channels-last, and optionally `torch.compile` (`--compile`: compilation takes minutes);
 - two 1-thread processes at once against one process with all threads (what `compatrepro reproduce --jobs 2
   --threads 1` does on two cores).
@@ -21,30 +22,34 @@ def one(variant: str, threads: int, steps: int, warmup: int) -> float:
     torch.set_num_threads(threads)
     from compatrepro.core import seed_everything
     from compatrepro.data import get_split
-    from compatrepro.models import EmbeddingModel
     from compatrepro.loaders import iter_batches
     from compatrepro.specs import backbone_spec
+    from compatrepro.train import _make_optimizer, initial_model
     from compatrepro import losses as L
     spec = backbone_spec('imagenet-1k', 'tiny')
     ds = get_split('imagenet-1k', 'train', 'tiny')
     seed_everything(0)
-    m = EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, scale='tiny').train()
-    opt = torch.optim.Adam(m.parameters(), lr=spec.base_lr)
-    batches = []
-    for x, y in iter_batches(ds, spec.batch_size, 0, 0, 'cpu', train=spec.augment):
-        batches.append((torch.randn_like(x) if variant == 'synthetic' else x, y))
-        if len(batches) == warmup + steps: break
-    if variant == 'channels-last':
-        m = m.to(memory_format=torch.channels_last)
-        batches = [(x.contiguous(memory_format=torch.channels_last), y) for x, y in batches]
+    m = initial_model(spec, ds).train()             # as train_backbone builds it (the recipe's width)
+    opt = _make_optimizer(spec, m.parameters())    # the recipe's (SGD with momentum and weight decay today)
+    def real_batches():   # the data path, timed with the steps
+        for epoch in range(10**6):
+            for x, y in iter_batches(ds, spec.batch_size, epoch, 0, 'cpu', train=spec.augment):
+                yield (x.contiguous(memory_format=torch.channels_last) if cl else x), y
+    cl = variant.startswith('channels-last')
+    if variant.endswith('synthetic'):
+        x0, y0 = next(real_batches())
+        fixed = [(torch.randn_like(x0), y0) for _ in range(warmup + steps)]
+        batches = iter(fixed)
+    else: batches = real_batches()
+    if cl: m = m.to(memory_format=torch.channels_last)
     def step(x, y):
         loss = L.label_smoothing_ce(m.head(m(x), y).float(), m.head.targets(y), eps=spec.label_smoothing)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         return loss.detach()
     if variant == 'compile': step = torch.compile(step)
-    for x, y in batches[:warmup]: step(x, y)
+    for _ in range(warmup): step(*next(batches))
     t0 = time.perf_counter()
-    for x, y in batches[warmup:]: step(x, y)
+    for _ in range(steps): step(*next(batches))
     return steps*spec.batch_size/(time.perf_counter() - t0)
 
 
@@ -69,15 +74,19 @@ def main():
     rows = [('real batches, 1 thread', run('real', 1, a)[0]),
             ('synthetic tensors, 1 thread', run('synthetic', 1, a)[0]),
             ('channels-last, 1 thread', run('channels-last', 1, a)[0]),
+            ('channels-last, synthetic tensors, 1 thread', run('channels-last-synthetic', 1, a)[0]),
             (f'real batches, {cores} threads', run('real', cores, a)[0])]
     if a.compile: rows.append(('torch.compile, 1 thread', run('compile', 1, a)[0]))
     together = run('real', 1, a, n_procs=cores)
     rows.append((f'{cores} one-thread processes at once (sum)', sum(together)))
     base = rows[0][1]
     import torch
-    print(f'tiny recipe training step, ResNet-18, batch 64, torch {torch.__version__}, {cores} cores')
+    from compatrepro.specs import backbone_spec
+    spec = backbone_spec('imagenet-1k', 'tiny')
+    print(f'tiny recipe training step, {spec.arch} width {spec.width}, batch {spec.batch_size}, {spec.optimizer}, '
+          f'torch {torch.__version__}, {cores} cores')
     for name, v in rows: print(f'{name:42s} {v:8.1f} img/s   {v/base:5.2f}x')
-    print(f'{cores} one-thread processes / one {cores}-thread process: {sum(together)/rows[3][1]:.2f}x')
+    print(f'{cores} one-thread processes / one {cores}-thread process: {sum(together)/dict(rows)[f"real batches, {cores} threads"]:.2f}x')
     if a.out:
         with open(a.out, 'w') as f: json.dump({name: round(v, 1) for name, v in rows}, f, indent=1)
 
