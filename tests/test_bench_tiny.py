@@ -19,9 +19,11 @@ def test_bench_tiny_train_times_a_step(variant):
     assert float(r.stdout.strip().splitlines()[-1]) > 0, r.stdout     # images per second
 
 
-def test_profile_tiny_making_profiles_an_epoch():
-    r = subprocess.run([sys.executable, str(ROOT/'benchmarks'/'profile_tiny_making.py'), '--epochs', '1', '--top', '3'],
+@pytest.mark.parametrize('flags', [[], ['--channels-last']])
+def test_profile_tiny_making_profiles_an_epoch(flags):
+    r = subprocess.run([sys.executable, str(ROOT/'benchmarks'/'profile_tiny_making.py'), '--epochs', '1', '--top', '3', *flags],
                        capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     line = next((l for l in r.stdout.splitlines() if l.startswith('seconds per epoch:')), None)
     assert line is not None and float(line.split()[3]) > 0, r.stdout     # one epoch's seconds
+    assert ('channels-last' in r.stdout) == bool(flags), r.stdout
