@@ -187,6 +187,13 @@ def _target_names(t) -> list[str]:
     if isinstance(t, (ast.Tuple, ast.List)): return [n for e in t.elts for n in _target_names(e)]
     return []
 
+def _bound_names(s) -> list[str]:
+    "The names a top-level statement `s` defines: a function's or class's, an assignment's targets; else none."
+    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): return [s.name]
+    if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return [n for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) for n in _target_names(t)]
+    return []
+
 @dataclass(frozen=True)
 class Definition:
     "One top-level definition of a package module: its `name`, the `digest` of its code and the names it `uses`."
@@ -203,11 +210,8 @@ def module_definitions(source: str, module: str) -> list[Definition]:
     for i, s in enumerate(tree.body):
         if isinstance(s, (ast.Import, ast.ImportFrom)): continue
         if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str): continue
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names = [s.name]
-        elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            names = [n for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) for n in _target_names(t)]
-            if names == ['__all__']: continue   # nbdev's export list
-        else: names = []
+        names = _bound_names(s)
+        if names == ['__all__']: continue   # nbdev's export list
         if names: named.append((names, s))
         else: other.append(s)
     stmts = [Definition(module, f'<statement {dg}>', dg, frozenset(names_used(s))) for s in other for dg in [code_digest(s)]]
@@ -323,10 +327,7 @@ def _top_level_lines(path: str) -> tuple[list[int], list[str]]:
     starts, names = [], []
     for s in ast.parse(Path(path).read_text(encoding='utf-8')).body:
         starts.append(min([s.lineno] + [d.lineno for d in getattr(s, 'decorator_list', [])]))
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(s.name)
-        elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            names.append(','.join(n for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) for n in _target_names(t)))
-        else: names.append('<statement>')
+        names.append(','.join(_bound_names(s)) or '<statement>')
     return starts, names
 
 def trace_definitions(out_dir: str|Path):
