@@ -496,7 +496,7 @@ def overview_figure(tiny) -> str:
     claims = R.item_claims(RESULTS/'tiny', DOCS/'claims.csv').drop_duplicates(['notebook', 'key'])
     findings = claims[claims.kind == 'finding']
     t = tiny[tiny.kind == 'result']
-    papers = list(dict.fromkeys(i['paper'] for i in R.paper_items(ROOT)))[::-1]     # the first paper on top
+    papers = list(dict.fromkeys(tiny.paper))[::-1]     # in docs/paper_items.csv's order, the first paper on top
     panels = ((findings, 'verdict', VERDICT_COLOURS, 'findings of the paper, by verdict over the seeds'),
               (t, 'status', STATE_COLOURS, 'result tables and figures, by state'))
     with plt.rc_context({'svg.fonttype': 'none', 'svg.hashsalt': 'compatrepro', 'font.size': 9}):
