@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse, os, sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .core import SCALES, STANDIN_SCALES
@@ -20,6 +21,8 @@ __all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'wr
 # %% ../nbs/98_cli.ipynb #994f3f1e
 from .runs import experiment_notebooks, find_nbs_dir
 from .rehearsal import failure_cause, missing_datasets, missing_message, rehearse
+from .retrieval import DISTANCES
+from .upgrade import UPGRADE_ARRAYS, UPGRADE_PREFIXES, example_upgrade, upgrade_report
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 def _batch(v: str) -> int|None:
@@ -111,6 +114,16 @@ def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'res
     if new != text: readme.write_text(new, encoding='utf-8')
     return new != text
 
+def _upgrade_description() -> str:
+    "`compatrepro upgrade --help`'s text: what it measures, and the arrays of its .npz (`97_upgrade`)."
+    import textwrap
+    rows = [*UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in UPGRADE_PREFIXES.items())]
+    return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's compatibility "
+            "criterion (eq. 2) and update gain (eq. 9), RACT's negative flip rate (eq. 12), and the backfilling curves of "
+            "every order the arrays allow, in FastFill's mixed gallery and by RM's rank merge. The .npz holds these "
+            "arrays (numpy.savez; the first three are required):\n\n"
+            + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:16s}', subsequent_indent=' ' * 18) for k, v in rows))
+
 def main(argv: list[str]|None = None) -> int:
     "Entry point of the `compatrepro` console script."
     ap = argparse.ArgumentParser(prog='compatrepro', description='Reproduce BCT, RACT, FastFill/FCT and RM.')
@@ -174,8 +187,33 @@ def main(argv: list[str]|None = None) -> int:
     h.add_argument('--width', type=int, default=None, help="base width of every ResNet (default: torchvision's 64); CI rehearses at 16")
     h.add_argument('--seed', type=int, default=None, help='default: 0')
     h.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
+    g = sub.add_parser('upgrade', help="your own model upgrade: compatibility and backfilling curves from its old and new "
+                       "models' features (an .npz)", description=_upgrade_description(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument('features', nargs='?', default=None, help='the .npz file of the arrays above')
+    g.add_argument('--out', default='upgrade-report', help='folder for compatibility.csv, summary.csv, curves.csv and curves.png '
+                   '(default: upgrade-report)')
+    g.add_argument('--metrics', nargs='+', default=['top1', 'mAP'], help='retrieval metrics: top<k>, mAP, mAP@<k> (default: top1 mAP)')
+    g.add_argument('--distance', default='l2', choices=DISTANCES, help="'l2' (FastFill's) or 'cosine' (RACT's, RM's); default: l2")
+    g.add_argument('--points', type=int, default=11, help='backfilled fractions evaluated, evenly from 0 to 1 (default: 11)')
+    g.add_argument('--seed', type=int, default=0, help='seed of the random order (default: 0)')
+    g.add_argument('--write-example', metavar='NPZ', default=None, help="write a made-up upgrade's arrays to NPZ, to see the "
+                   "format, and stop")
     a = ap.parse_args(argv)
     try:
+        if a.cmd == 'upgrade':
+            if a.write_example:
+                path = Path(a.write_example).with_suffix('.npz'); np.savez(path, **example_upgrade())
+                print(f'wrote {path}, the arrays of a made-up upgrade; try: compatrepro upgrade {path}'); return 0
+            if a.features is None:
+                raise ValueError("give the .npz file of your upgrade's features (compatrepro upgrade --help lists its arrays), "
+                                 "or --write-example NPZ to see one")
+            r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, title=Path(a.features).name)
+            with pd.option_context('display.width', 200, 'display.max_rows', 500):
+                print(f"\nEach (query model, gallery model) pair, percent:\n{r.compatibility.round(2).to_string()}")
+                print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")
+            print(f'\nWritten to {Path(a.out).resolve()}: compatibility.csv, summary.csv, curves.csv, curves.png')
+            return 0
         if a.cmd == 'rehearse':
             kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '
                            'image_size width')
