@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import SCALES, STANDIN_SCALES
+from .core import SCALES, STANDIN_SCALES, get_device
 from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pending_notebooks, pending_path, pending_runs,
                               pending_text,
                               premise_text, reproduce, run_hours_text, status_table, findings_text)
@@ -197,6 +197,7 @@ def main(argv: list[str]|None = None) -> int:
     g.add_argument('--distance', default='l2', choices=DISTANCES, help="'l2' (FastFill's) or 'cosine' (RACT's, RM's); default: l2")
     g.add_argument('--points', type=int, default=11, help='backfilled fractions evaluated, evenly from 0 to 1 (default: 11)')
     g.add_argument('--seed', type=int, default=0, help='seed of the random order (default: 0)')
+    g.add_argument('--device', default='auto', help="where the metrics are computed: 'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
     g.add_argument('--write-example', metavar='NPZ', default=None, help="write a made-up upgrade's arrays to NPZ, to see the "
                    "format, and stop")
     a = ap.parse_args(argv)
@@ -208,7 +209,9 @@ def main(argv: list[str]|None = None) -> int:
             if a.features is None:
                 raise ValueError("give the .npz file of your upgrade's features (compatrepro upgrade --help lists its arrays), "
                                  "or --write-example NPZ to see one")
-            r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, title=Path(a.features).name)
+            try: get_device(a.device)
+            except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
+            r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, Path(a.features).name, a.device)
             with pd.option_context('display.width', 200, 'display.max_rows', 500):
                 print(f"\nEach (query model, gallery model) pair, percent:\n{r.compatibility.round(2).to_string()}")
                 print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")

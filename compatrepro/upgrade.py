@@ -10,7 +10,7 @@ from typing import Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .core import stage, atomic_path
+from .core import stage, atomic_path, get_device
 from .retrieval import as_features
 from .metrics import retrieval_metrics, retrieval_hits, nfr, is_compatible, update_gain, m_tilde
 from .backfill import (check_order, order_from_scores, random_order, entropy_order, margin_order,
@@ -46,10 +46,11 @@ def _label_vector(y, n: int, name: str, of: str) -> np.ndarray:
     return y
 
 # %% ../nbs/97_upgrade.ipynb #362fab9c
-def upgrade_features(arrays: Mapping) -> dict:
+def upgrade_features(arrays: Mapping, device=None) -> dict:
     """The arrays of one upgrade (names: `UPGRADE_ARRAYS`, `UPGRADE_PREFIXES`), checked, with the query set filled in:
     without `query_new`, the gallery is its own query set (each query excludes itself) and its old queries are
-    `gallery_old`. Adds `query_is_gallery`."""
+    `gallery_old`. Adds `query_is_gallery`. Features and logits become float tensors on `device` (default the CPU;
+    'auto': the GPU when there is one), where the metrics and curves are then computed."""
     F = dict(arrays)
     unknown = [k for k in F if k not in UPGRADE_ARRAYS and not k.startswith(tuple(UPGRADE_PREFIXES))]
     if unknown:
@@ -58,7 +59,7 @@ def upgrade_features(arrays: Mapping) -> dict:
     if (missing := [k for k in UPGRADE_REQUIRED if k not in F]):
         raise ValueError("missing array(s): " + '; '.join(f'{k}: {UPGRADE_ARRAYS[k]}' for k in missing))
     for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits'):
-        if k in F: F[k] = as_features(F[k], k).numpy()
+        if k in F: F[k] = as_features(F[k], k, device=get_device(device or 'cpu'))
     n = len(F['gallery_old'])
     if len(F['gallery_new']) != n:
         raise ValueError(f"gallery_new has {len(F['gallery_new'])} rows but gallery_old has {n}: both embed the same gallery images")
@@ -90,15 +91,15 @@ def upgrade_features(arrays: Mapping) -> dict:
     return F
 
 # %% ../nbs/97_upgrade.ipynb #67d25851
-def load_upgrade_features(path: str|Path) -> dict:
-    "`upgrade_features` of the arrays in the `.npz` file `path` (`numpy.savez(path, gallery_old=..., ...)`)."
+def load_upgrade_features(path: str|Path, device=None) -> dict:
+    "`upgrade_features` of the arrays in the `.npz` file `path` (`numpy.savez(path, gallery_old=..., ...)`), on `device`."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such file (an .npz of the upgrade's arrays, numpy.savez)")
     try:
         with np.load(path, allow_pickle=False) as z: arrays = {k: z[k] for k in z.files}
     except (ValueError, OSError) as e:
         raise ValueError(f"{path} is not an .npz file of arrays (numpy.savez): {e}") from None
-    return upgrade_features(arrays)
+    return upgrade_features(arrays, device)
 
 # %% ../nbs/97_upgrade.ipynb #4ff4f75b
 def upgrade_orders(F: dict, seed: int = 0) -> dict[str, np.ndarray]:
@@ -197,10 +198,11 @@ class UpgradeReport(NamedTuple):
     figure: object
 
 def upgrade_report(features, out: str|Path|None = None, points: int = 11, metrics=('top1', 'mAP'), distance: str = 'l2',
-                   seed: int = 0, title: str = '') -> UpgradeReport:
+                   seed: int = 0, title: str = '', device='auto') -> UpgradeReport:
     """Compatibility and backfilling of one upgrade from its features: `features` is an .npz file or a dict of arrays
-    (`UPGRADE_ARRAYS`). With `out`, writes compatibility.csv, curves.csv, summary.csv and curves.png there."""
-    F = load_upgrade_features(features) if isinstance(features, (str, Path)) else upgrade_features(features)
+    (`UPGRADE_ARRAYS`), evaluated on `device` (the GPU when there is one). With `out`, writes compatibility.csv,
+    curves.csv, summary.csv and curves.png there."""
+    F = (load_upgrade_features if isinstance(features, (str, Path)) else upgrade_features)(features, device)
     if int(points) != points or points < 2: raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
     with stage('compatibility of the old and new features'): compat = compatibility_table(F, metrics, distance)
     curves = upgrade_curves(F, upgrade_orders(F, seed), np.linspace(0, 1, int(points)), metrics, distance)
