@@ -406,7 +406,8 @@ def _provenance_table(rows: list[dict]) -> str:
                                                                  p.get('torch', '–'), fin)) + ' |')
     return '\n'.join(lines)
 
-def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str]) -> str:
+def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str], prov: list[dict]) -> str:
+    "The page's banner: which run made its outputs, and each seed's state (`prov`: `provenance_rows`)."
     if scale is None:
         return ('```{admonition} Not yet run\n:class: warning\n'
                 f'No executed copy of this notebook exists yet (`results/<scale>/notebooks/{name}.ipynb`): '
@@ -425,14 +426,13 @@ def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str]) 
     if not r.empty:
         lines.append('- datasets in its records: ' + '; '.join(sorted(map(str, r['dataset'].unique()))))
         lines.append('- seeds with records: ' + ', '.join(str(s) for s in sorted(r['seed'].unique()))
-                     + ' (the page shows the latest run; the table at the bottom aggregates all seeds)')
+                     + ' (the page shows the latest run; the table at the bottom aggregates the current seeds)')
     if meta.get('exception'):
         lines.append('- **this run raised an exception**: its outputs stop where it failed')
     for o in other:
         lines.append(f'- the same notebook at {o} scale: [{name} ({o})]({name}__{o}.ipynb)')
     if 'paper' not in [scale] + other:
         lines.append('- not yet run at paper scale: see [Running at paper scale](../paper_scale.md)')
-    prov = provenance_rows(name, scale)
     stale = [p for p in prov if p['state'] != 'current']
     if prov and not any(p['prov'] for p in prov):
         lines.append(f'- **stale**: no run of it recorded its provenance (`results/{scale}/runs/{name}.seed<k>.json`: '
@@ -445,13 +445,20 @@ def exp_banner(name: str, scale: str|None, run_nb: Path|None, other: list[str]) 
     kind = 'warning' if meta.get('exception') or stale else 'note'
     return f'````{{admonition}} Which run made these numbers\n:class: {kind}\n' + '\n'.join(lines) + '\n````\n'
 
-def exp_footer(name: str, scale: str|None) -> str|None:
+def exp_footer(name: str, scale: str|None, prov: list[dict]) -> str|None:
+    """The records of the current seeds aggregated beside the paper's numbers; a stale seed's records (`prov`:
+    `provenance_rows`) are left out, and named, so that a re-run in progress never averages old code with new."""
     if scale is None: return None
     r = records_of(name, scale)
     if r.empty: return None
+    stale = sorted(p['seed'] for p in prov if p['state'] != 'current')
+    current = r[~r['seed'].isin(stale)]
+    left = (f" Left out: the records of seed{'s' if len(stale) > 1 else ''} {', '.join(map(str, stale))}, whose "
+            "run is stale (see the banner above) until it is re-run." if stale else '')
     return ('## Records of this notebook beside the paper\n\n'
-            f'All seeds in `results/{scale}/records/{name}.seed*.csv`, aggregated (mean ± sample std over seeds); '
-            "*paper* is the paper's own number where it prints one.\n\n" + records_table(r) + '\n')
+            f'The current seeds in `results/{scale}/records/{name}.seed*.csv`, aggregated (mean ± sample std over seeds); '
+            "*paper* is the paper's own number where it prints one." + left + '\n\n'
+            + (records_table(current) if not current.empty else 'No seed of it is current.') + '\n')
 
 def lib_banner(skipped: int, seconds: float) -> str:
     s = (f' {skipped} cell(s) tagged `#| notest` or `#| gpu` were not run; each says so in its output.' if skipped else '')
@@ -691,8 +698,9 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
         for i, scale in enumerate(scales):
             rel = f'papers/{name}.ipynb' if i == 0 else f'papers/{name}__{scale}.ipynb'
             others = [s for s in scales if s != scale and s is not None]
-            process(runs.get(scale, p), SRC/rel, name, banner=exp_banner(name, scale, runs.get(scale), others),
-                    footer=exp_footer(name, scale), current=p if scale else None)
+            prov = provenance_rows(name, scale) if scale else []
+            process(runs.get(scale, p), SRC/rel, name, banner=exp_banner(name, scale, runs.get(scale), others, prov),
+                    footer=exp_footer(name, scale, prov), current=p if scale else None)
             wanted.add(rel)
             if scale: pages[(name, scale)] = rel
             exp_entries.append((p, rel, scale, i == 0))

@@ -65,3 +65,21 @@ def test_a_stale_run_keeps_its_text(B, tmp_path, capsys):
     assert 'warning: results/20_x.ipynb: its code differs' in capsys.readouterr().out
     nb['cells'].append(nbformat.v4.new_code_cell('print(1)'))                           # one code cell more: the same
     assert B.with_current_text(copy.deepcopy(executed), nb, 'x') == executed
+
+
+def test_the_records_table_leaves_out_stale_seeds(B, tmp_path, monkeypatch):
+    """A page's records table aggregates the current seeds only: while a notebook is re-run seed by seed, averaging a
+    re-run seed with seeds of the old code would show numbers that no code made. The stale seed is named instead."""
+    rec = tmp_path/'tiny'/'records'; rec.mkdir(parents=True)
+    for seed, value in ((0, 10.), (1, 30.), (2, 50.)):
+        (rec/f'20_x.seed{seed}.csv').write_text('item,dataset,method,metric,value,paper_value,seed\n'
+                                               f'Table 1,Glyphs,FCT,top1,{value},70.0,{seed}\n')
+    monkeypatch.setattr(B, 'RESULTS', tmp_path)
+    prov = [dict(seed=0, state='current'), dict(seed=1, state='stale'), dict(seed=2, state='current')]
+    text = B.exp_footer('20_x', 'tiny', prov)
+    assert 'Left out: the records of seed 1, whose run is stale' in text
+    assert '| Table 1 | Glyphs | FCT | top1 | 30 ± 28.28 | 0, 2 | 70 |' in text, text
+    everything = B.exp_footer('20_x', 'tiny', [dict(seed=s, state='current') for s in range(3)])
+    assert 'Left out' not in everything and '| 30 ± 20 | 0, 1, 2 |' in everything, everything
+    none = B.exp_footer('20_x', 'tiny', [dict(seed=s, state='stale') for s in range(3)])
+    assert 'No seed of it is current.' in none and 'seeds 0, 1, 2' in none
