@@ -213,7 +213,10 @@ def main(argv: list[str]|None = None) -> int:
             except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
             r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, Path(a.features).name, a.device)
             with pd.option_context('display.width', 200, 'display.max_rows', 500):
-                print(f"\nEach (query model, gallery model) pair, percent:\n{r.compatibility.round(2).to_string()}")
+                n, skipped = r.compatibility.attrs['n_queries'], r.compatibility.attrs['n_skipped']
+                print(f"\nEach (query model, gallery model) pair, percent of {n - skipped} queries"
+                      + (f" ({skipped} of {n} left out: no other image of their class in the gallery)" if skipped else '')
+                      + f":\n{r.compatibility.round(2).to_string()}")
                 print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")
             print(f'\nWritten to {Path(a.out).resolve()}: compatibility.csv, summary.csv, curves.csv, curves.png')
             return 0

@@ -129,13 +129,14 @@ def _old_hits(F, distance):
 
 def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') -> pd.DataFrame:
     r"""$M(\phi_q(\mathcal{Q}), \phi_g(\mathcal{G}))$ in percent of every pair of `model_pairs` (columns) for each metric
-    (rows); with old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
+    (rows), over `attrs['n_queries']` queries less `attrs['n_skipped']` that have nothing of their class to find; with old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
     $M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$ (eq. 2) and the update gain (eq. 9, a fraction, with this new
     model's (new, new) as the level of a full backfill; NaN where eq. 2 fails or the new model is no better)."""
     pairs = model_pairs(F)
     args = dict(query_labels=F['query_labels'], gallery_labels=F['gallery_labels'], distance=distance,
                 query_is_gallery=F['query_is_gallery'])
-    t = pd.DataFrame({p: retrieval_metrics(q, g, metrics=metrics, **args) for p, (q, g) in pairs.items()}).loc[list(metrics)]
+    res = {p: retrieval_metrics(q, g, metrics=metrics, **args) for p, (q, g) in pairs.items()}
+    t = pd.DataFrame(res).loc[list(metrics)]
     if (ref := _old_hits(F, distance)) is not None and ref.any():
         t.loc['NFR@1'] = {p: nfr(ref, retrieval_hits(q, g, k=1, **args)) for p, (q, g) in pairs.items()}
     if {'(old, old)', '(new, old)'} <= set(pairs):
@@ -144,6 +145,7 @@ def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') 
         t['update gain'] = pd.Series({m: update_gain(no[m], oo[m], nn[m]) if is_compatible(no[m], oo[m]) and nn[m] != oo[m]
                                       else np.nan for m in metrics})
     t.index.name = 'metric'
+    t.attrs.update({k: res['(new, new)'][k] for k in ('n_queries', 'n_skipped')})   # skipped: nothing of its class to find
     return t
 
 # %% ../nbs/97_upgrade.ipynb #03e7ea65
