@@ -211,6 +211,7 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     curves = upgrade_curves(F, upgrade_orders(F, seed), np.linspace(0, 1, int(points)), metrics, distance)
     summary = curve_summary(curves)
     fig = plot_upgrade(curves, compat, title)
+    import matplotlib.pyplot as plt; plt.close(fig)    # returned, not shown: the caller saves or displays it
     if out is not None:
         out = Path(out); out.mkdir(parents=True, exist_ok=True)
         for name, df in (('compatibility', compat), ('summary', summary),
