@@ -182,14 +182,21 @@ def curve_summary(curves: dict) -> pd.DataFrame:
 
 # %% ../nbs/97_upgrade.ipynb #7cb40b02
 def plot_upgrade(curves: dict, compatibility: pd.DataFrame, title: str = ''):
-    "One panel per metric of `curves` (NFR@1 last, lower is better), with the (old, old) and (new, new) levels as references."
+    """The curves of `upgrade_curves`, a row per way of searching (the mixed gallery, then the rank merge where there is
+    one) and a panel per metric (NFR@1 last, lower is better), each order in the same colour in every panel, with the
+    (old, old) and (new, new) levels dashed and each curve's AUC in its legend."""
     import matplotlib.pyplot as plt
+    merge = ', rank merge'
+    rows = {'mixed gallery (FastFill 5.1)': {k: c for k, c in curves.items() if not k.endswith(merge)},
+            'rank merge (RM eqs. 3-5)': {k[:-len(merge)]: c for k, c in curves.items() if k.endswith(merge)}}
+    rows = {k: v for k, v in rows.items() if v}
     metrics = list(next(iter(curves.values())).columns)
-    fig, axs = plt.subplots(1, len(metrics), figsize=(5.5*len(metrics), 4), squeeze=False)
-    for ax, m in zip(axs[0], metrics):
-        if m.startswith('NFR'): plot_nfr_curves(curves, m, m, ax=ax); continue
-        refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)') if p in compatibility and m in compatibility.index}
-        plot_backfill_curves(curves, m, m, area='auc', ax=ax, references=refs)
+    fig, axs = plt.subplots(len(rows), len(metrics), figsize=(5.5*len(metrics), 4*len(rows)), squeeze=False, sharey='col')
+    for row, (how, cs) in zip(axs, rows.items()):
+        for ax, m in zip(row, metrics):
+            if m.startswith('NFR'): plot_nfr_curves(cs, m, f'{m}, {how}', ax=ax); continue
+            refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)') if p in compatibility and m in compatibility.index}
+            plot_backfill_curves(cs, m, f'{m}, {how}', area='auc', ax=ax, references=refs)
     fig.suptitle(title, fontsize=10); fig.tight_layout()
     return fig
 
