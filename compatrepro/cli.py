@@ -217,8 +217,9 @@ def main(argv: list[str]|None = None) -> int:
                 print(f"\nEach (query model, gallery model) pair, percent of {n - skipped} queries"
                       + (f" ({skipped} of {n} left out: no other image of their class in the gallery)" if skipped else '')
                       + f":\n{r.compatibility.round(2).to_string()}")
-                print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")
-            print(f'\nWritten to {Path(a.out).resolve()}: compatibility.csv, summary.csv, curves.csv, curves.png')
+                if r.curves: print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")
+                else: print(f'\nNo backfilling curves: {r.note}')
+            print(f'\nWritten to {Path(a.out).resolve()}: ' + ('compatibility.csv, summary.csv, curves.csv, curves.png' if r.curves else 'compatibility.csv'))
             return 0
         if a.cmd == 'rehearse':
             kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '

@@ -19,8 +19,8 @@ from .experiments import curve_auc
 
 # %% auto #0
 __all__ = ['UPGRADE_ARRAYS', 'UPGRADE_PREFIXES', 'UPGRADE_REQUIRED', 'upgrade_features', 'load_upgrade_features',
-           'upgrade_orders', 'model_pairs', 'compatibility_table', 'upgrade_curves', 'curve_summary', 'plot_upgrade',
-           'UpgradeReport', 'upgrade_report', 'example_upgrade']
+           'upgrade_orders', 'model_pairs', 'compatibility_table', 'no_curves_because', 'upgrade_curves',
+           'curve_summary', 'plot_upgrade', 'UpgradeReport', 'upgrade_report', 'example_upgrade']
 
 # %% ../nbs/97_upgrade.ipynb #663a2383
 UPGRADE_ARRAYS = {
@@ -129,7 +129,8 @@ def _old_hits(F, distance):
 
 def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') -> pd.DataFrame:
     r"""$M(\phi_q(\mathcal{Q}), \phi_g(\mathcal{G}))$ in percent of every pair of `model_pairs` (columns) for each metric
-    (rows), over `attrs['n_queries']` queries less `attrs['n_skipped']` that have nothing of their class to find; with old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
+    (rows), over `attrs['n_queries']` queries less `attrs['n_skipped']` that have nothing of their class to find; with
+    old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
     $M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$ (eq. 2) and the update gain (eq. 9, a fraction, with this new
     model's (new, new) as the level of a full backfill; NaN where eq. 2 fails or the new model is no better)."""
     pairs = model_pairs(F)
@@ -149,15 +150,19 @@ def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') 
     return t
 
 # %% ../nbs/97_upgrade.ipynb #03e7ea65
+def no_curves_because(F: dict) -> str:
+    "Why the upgrade `F` has no backfilling curves ('' when it has): old and new features of two dimensions."
+    do, dn = F['gallery_old'].shape[1], F['gallery_new'].shape[1]
+    return '' if do == dn else (f"gallery_old has dimension {do} but gallery_new has {dn}: a partly backfilled gallery needs "
+                                "features of one dimension; give a transformation's output h(phi_old(G)) as gallery_old (FCT, "
+                                "FastFill), or train the new model to be compatible (BCT, RACT)")
+
 def upgrade_curves(F: dict, orders: dict, fractions=None, metrics=('top1', 'mAP'), distance: str = 'l2') -> dict[str, pd.DataFrame]:
     r"""{curve: `backfill_curve`} of the upgrade `F` at `fractions` (default 0, 0.1, ..., 1) for each order of `orders`:
     the new queries over the partly backfilled gallery $\mathcal{G}_{\pi,\alpha}$ (FastFill 5.1), named after the order,
     and with old queries also RM's rank merge of the old and new queries' results (eqs. 3-5), '<order>, rank merge';
     with old queries every curve also has NFR@1 against (old, old) (RACT eq. 12). Needs features of one dimension."""
-    if F['gallery_new'].shape[1] != F['gallery_old'].shape[1]:
-        raise ValueError(f"gallery_old has dimension {F['gallery_old'].shape[1]} but gallery_new has {F['gallery_new'].shape[1]}: "
-                         "a partly backfilled gallery needs features of one dimension; give a transformation's output "
-                         "h(phi_old(G)) as gallery_old (FCT, FastFill), or train the new model to be compatible (BCT, RACT)")
+    if (why := no_curves_because(F)): raise ValueError(why)
     fractions = np.linspace(0, 1, 11) if fractions is None else np.asarray(fractions, dtype=np.float64)
     ref = _old_hits(F, distance)
     nfr_too = ref is not None and bool(ref.any())
@@ -206,26 +211,35 @@ class UpgradeReport(NamedTuple):
     curves: dict
     summary: pd.DataFrame
     figure: object
+    note: str = ''    # why there are no curves (`no_curves_because`), if there are none
 
 def upgrade_report(features, out: str|Path|None = None, points: int = 11, metrics=('top1', 'mAP'), distance: str = 'l2',
                    seed: int = 0, title: str = '', device='auto') -> UpgradeReport:
     """Compatibility and backfilling of one upgrade from its features: `features` is an .npz file or a dict of arrays
     (`UPGRADE_ARRAYS`), evaluated on `device` (the GPU when there is one). With `out`, writes compatibility.csv,
-    curves.csv, summary.csv and curves.png there."""
+    curves.csv, summary.csv and curves.png there (only the first where there are no curves: `note` says why)."""
     F = (load_upgrade_features if isinstance(features, (str, Path)) else upgrade_features)(features, device)
     if int(points) != points or points < 2: raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
     with stage('compatibility of the old and new features'): compat = compatibility_table(F, metrics, distance)
+    if (why := no_curves_because(F)): return _written(UpgradeReport(compat, {}, pd.DataFrame(), None, why), out)
     curves = upgrade_curves(F, upgrade_orders(F, seed), np.linspace(0, 1, int(points)), metrics, distance)
-    summary = curve_summary(curves)
     fig = plot_upgrade(curves, compat, title)
     import matplotlib.pyplot as plt; plt.close(fig)    # returned, not shown: the caller saves or displays it
-    if out is not None:
-        out = Path(out); out.mkdir(parents=True, exist_ok=True)
-        for name, df in (('compatibility', compat), ('summary', summary),
-                         ('curves', pd.concat({k: c for k, c in curves.items()}, names=['curve']))):
-            with atomic_path(out/f'{name}.csv') as tmp: df.to_csv(tmp)
-        with atomic_path(out/'curves.png') as tmp: fig.savefig(tmp, dpi=120, format='png')
-    return UpgradeReport(compat, curves, summary, fig)
+    return _written(UpgradeReport(compat, curves, curve_summary(curves), fig), out)
+
+def _written(r: UpgradeReport, out) -> UpgradeReport:
+    "`r`, its tables and figure written to the folder `out` first (each file whole or not at all), if `out` is given."
+    if out is None: return r
+    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    tables = {'compatibility': r.compatibility}
+    if r.curves: tables |= {'summary': r.summary, 'curves': pd.concat(r.curves, names=['curve'])}
+    else:    # no curves: none of an earlier report may be left beside this one's table
+        for f in ('summary.csv', 'curves.csv', 'curves.png'): (out/f).unlink(missing_ok=True)
+    for name, df in tables.items():
+        with atomic_path(out/f'{name}.csv') as tmp: df.to_csv(tmp)
+    if r.figure is not None:
+        with atomic_path(out/'curves.png') as tmp: r.figure.savefig(tmp, dpi=120, format='png')
+    return r
 
 # %% ../nbs/97_upgrade.ipynb #793b105a
 def example_upgrade(seed: int = 0, n_classes: int = 20, per_class: int = 10, d: int = 16) -> dict:
