@@ -137,6 +137,10 @@ def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') 
     args = dict(query_labels=F['query_labels'], gallery_labels=F['gallery_labels'], distance=distance,
                 query_is_gallery=F['query_is_gallery'])
     res = {p: retrieval_metrics(q, g, metrics=metrics, **args) for p, (q, g) in pairs.items()}
+    if (n := res['(new, new)']['n_queries']) == res['(new, new)']['n_skipped']:
+        raise ValueError(f"none of the {n} queries has an image of its class in the gallery"
+                         + (' besides itself' if F['query_is_gallery'] else '') + ": check that the labels name the same "
+                         "classes (a class needs two images when the gallery is its own query set)")
     t = pd.DataFrame(res).loc[list(metrics)]
     if (ref := _old_hits(F, distance)) is not None and ref.any():
         t.loc['NFR@1'] = {p: nfr(ref, retrieval_hits(q, g, k=1, **args)) for p, (q, g) in pairs.items()}
