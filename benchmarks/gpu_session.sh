@@ -35,7 +35,7 @@ timeout 60 python3 -c 'from jupyter_client.kernelspec import KernelSpecManager a
 timeout 60 python3 -c 'import torch; from compatrepro.loaders import device_decode_available, loader_choice; print("decode on cuda:", device_decode_available("cuda"), "| auto ->", loader_choice("cuda"))'
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
 
-mark "a3. compatrepro upgrade on the GPU: 20,000 made-up images, d=128 (on 2 CPU cores 39-44 s, mAP of (new, old) 99.302)"
+mark "a3. compatrepro upgrade on the GPU: 20,000 made-up images, d=128 (on 2 CPU cores 26 s, mAP of (new, old) 99.302)"
 timeout 90 python3 -c 'import time, torch; from compatrepro.upgrade import example_upgrade, upgrade_report; E = example_upgrade(0, 1000 if torch.cuda.is_available() else 10, 20, 128); E.pop("gallery_logits"); upgrade_report(E, distance="cosine"); t = time.time(); R = upgrade_report(E, distance="cosine"); print("upgrade_report,", len(E["gallery_old"]), "images, cuda" if torch.cuda.is_available() else "images, cpu", round(time.time() - t, 2), "s; mAP of (new, old)", round(R.compatibility.loc["mAP", "(new, old)"], 3))'
 
 mark "a2. the device data path on the GPU: one batch against the CPU and the reference, then training steps on each path"

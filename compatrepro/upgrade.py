@@ -19,7 +19,7 @@ from .experiments import curve_auc
 
 # %% auto #0
 __all__ = ['UPGRADE_ARRAYS', 'UPGRADE_PREFIXES', 'UPGRADE_REQUIRED', 'upgrade_features', 'load_upgrade_features',
-           'upgrade_orders', 'model_pairs', 'compatibility_table', 'no_curves_because', 'upgrade_curves',
+           'upgrade_orders', 'model_pairs', 'pair_values', 'compatibility_table', 'no_curves_because', 'upgrade_curves',
            'curve_summary', 'plot_upgrade', 'UpgradeReport', 'upgrade_report', 'example_upgrade']
 
 # %% ../nbs/97_upgrade.ipynb #663a2383
@@ -51,7 +51,7 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
     without `query_new`, the gallery is its own query set (each query excludes itself) and its old queries are
     `gallery_old`. Adds `query_is_gallery`. Features and logits become float tensors on `device` (default the CPU;
     'auto': the GPU when there is one), where the metrics and curves are then computed."""
-    F = dict(arrays)
+    F, dev = dict(arrays), get_device(device or 'cpu')
     unknown = [k for k in F if k not in UPGRADE_ARRAYS and not k.startswith(tuple(UPGRADE_PREFIXES))]
     if unknown:
         raise ValueError(f"unknown array name(s) {unknown}: an upgrade's arrays are {list(UPGRADE_ARRAYS)}, and "
@@ -59,7 +59,7 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
     if (missing := [k for k in UPGRADE_REQUIRED if k not in F]):
         raise ValueError("missing array(s): " + '; '.join(f'{k}: {UPGRADE_ARRAYS[k]}' for k in missing))
     for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits'):
-        if k in F: F[k] = as_features(F[k], k, device=get_device(device or 'cpu'))
+        if k in F: F[k] = as_features(F[k], k, device=dev)
     n = len(F['gallery_old'])
     if len(F['gallery_new']) != n:
         raise ValueError(f"gallery_new has {len(F['gallery_new'])} rows but gallery_old has {n}: both embed the same gallery images")
@@ -122,35 +122,40 @@ def model_pairs(F: dict) -> dict[str, tuple]:
     p['(new, new)'] = (F['query_new'], F['gallery_new'])
     return p
 
-def _old_hits(F, distance):
-    "Top-1 success of each query in the old system, the reference of negative flips (RACT eq. 12); None without old queries."
-    if 'query_old' not in F: return None
-    return retrieval_hits(F['query_old'], F['gallery_old'], F['query_labels'], F['gallery_labels'], 1, distance, F['query_is_gallery'])
+def pair_values(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') -> dict[str, pd.DataFrame]:
+    """{pair of `model_pairs`: each query's `metrics` and top-1 in percent, NaN where it has nothing of its class to
+    find} (`retrieval_metrics(per_query=True)`): one search per pair gives its table's row and its hits."""
+    ms = list(dict.fromkeys([*metrics, 'top1']))
+    return {p: retrieval_metrics(q, g, F['query_labels'], F['gallery_labels'], ms, distance, F['query_is_gallery'],
+                                 per_query=True) for p, (q, g) in model_pairs(F).items()}
 
-def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2') -> pd.DataFrame:
+def _hits(values: pd.DataFrame) -> np.ndarray:
+    "Each query's top-1 success from `pair_values` (a query with nothing to find fails, as `retrieval_hits` has it)."
+    return (values['top1'] == 100).to_numpy(copy=True)   # writable: torch refuses to share a read-only array
+
+def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2', values: dict|None = None) -> pd.DataFrame:
     r"""$M(\phi_q(\mathcal{Q}), \phi_g(\mathcal{G}))$ in percent of every pair of `model_pairs` (columns) for each metric
     (rows), over `attrs['n_queries']` queries less `attrs['n_skipped']` that have nothing of their class to find; with
     old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
     $M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$ (eq. 2) and the update gain (eq. 9, a fraction, with this new
-    model's (new, new) as the level of a full backfill; NaN where eq. 2 fails or the new model is no better)."""
-    pairs = model_pairs(F)
-    args = dict(query_labels=F['query_labels'], gallery_labels=F['gallery_labels'], distance=distance,
-                query_is_gallery=F['query_is_gallery'])
-    res = {p: retrieval_metrics(q, g, metrics=metrics, **args) for p, (q, g) in pairs.items()}
-    if (n := res['(new, new)']['n_queries']) == res['(new, new)']['n_skipped']:
+    model's (new, new) as the level of a full backfill; NaN where eq. 2 fails or the new model is no better).
+    `values`: the pairs' `pair_values`, when already searched."""
+    values = values or pair_values(F, metrics, distance)
+    n, skipped = len(values['(new, new)']), int(values['(new, new)']['top1'].isna().sum())
+    if n == skipped:
         raise ValueError(f"none of the {n} queries has an image of its class in the gallery"
                          + (' besides itself' if F['query_is_gallery'] else '') + ": check that the labels name the same "
                          "classes (a class needs two images when the gallery is its own query set)")
-    t = pd.DataFrame(res).loc[list(metrics)]
-    if (ref := _old_hits(F, distance)) is not None and ref.any():
-        t.loc['NFR@1'] = {p: nfr(ref, retrieval_hits(q, g, k=1, **args)) for p, (q, g) in pairs.items()}
-    if {'(old, old)', '(new, old)'} <= set(pairs):
+    t = pd.DataFrame({p: v[list(metrics)].mean() for p, v in values.items()})     # the mean over the queries that count
+    if '(old, old)' in values and (ref := _hits(values['(old, old)'])).any():
+        t.loc['NFR@1'] = {p: nfr(ref, _hits(v)) for p, v in values.items()}
+    if {'(old, old)', '(new, old)'} <= set(values):
         oo, no, nn = t['(old, old)'], t['(new, old)'], t['(new, new)']
         t['BCT eq. 2'] = pd.Series({m: is_compatible(no[m], oo[m]) for m in metrics})
         t['update gain'] = pd.Series({m: update_gain(no[m], oo[m], nn[m]) if is_compatible(no[m], oo[m]) and nn[m] != oo[m]
                                       else np.nan for m in metrics})
     t.index.name = 'metric'
-    t.attrs.update({k: res['(new, new)'][k] for k in ('n_queries', 'n_skipped')})   # skipped: nothing of its class to find
+    t.attrs.update(n_queries=n, n_skipped=skipped)   # skipped: nothing of its class to find
     return t
 
 # %% ../nbs/97_upgrade.ipynb #03e7ea65
@@ -161,14 +166,17 @@ def no_curves_because(F: dict) -> str:
                                 "features of one dimension; give a transformation's output h(phi_old(G)) as gallery_old (FCT, "
                                 "FastFill), or train the new model to be compatible (BCT, RACT)")
 
-def upgrade_curves(F: dict, orders: dict, fractions=None, metrics=('top1', 'mAP'), distance: str = 'l2') -> dict[str, pd.DataFrame]:
+def upgrade_curves(F: dict, orders: dict, fractions=None, metrics=('top1', 'mAP'), distance: str = 'l2',
+                   old_hits: np.ndarray|None = None) -> dict[str, pd.DataFrame]:
     r"""{curve: `backfill_curve`} of the upgrade `F` at `fractions` (default 0, 0.1, ..., 1) for each order of `orders`:
     the new queries over the partly backfilled gallery $\mathcal{G}_{\pi,\alpha}$ (FastFill 5.1), named after the order,
     and with old queries also RM's rank merge of the old and new queries' results (eqs. 3-5), '<order>, rank merge';
-    with old queries every curve also has NFR@1 against (old, old) (RACT eq. 12). Needs features of one dimension."""
+    with old queries every curve also has NFR@1 against (old, old) (RACT eq. 12), whose top-1 hits `old_hits` are when
+    already searched (`pair_values`). Needs features of one dimension."""
     if (why := no_curves_because(F)): raise ValueError(why)
     fractions = np.linspace(0, 1, 11) if fractions is None else np.asarray(fractions, dtype=np.float64)
-    ref = _old_hits(F, distance)
+    ref = old_hits if old_hits is not None or 'query_old' not in F else retrieval_hits(
+        F['query_old'], F['gallery_old'], F['query_labels'], F['gallery_labels'], 1, distance, F['query_is_gallery'])
     nfr_too = ref is not None and bool(ref.any())
     kw = dict(metrics=list(metrics) + ['NFR@1'] * nfr_too, distance=distance, query_is_gallery=F['query_is_gallery'],
               reference_hits=ref if nfr_too else None)
@@ -224,9 +232,11 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     curves.csv, summary.csv and curves.png there (only the first where there are no curves: `note` says why)."""
     F = (load_upgrade_features if isinstance(features, (str, Path)) else upgrade_features)(features, device)
     if int(points) != points or points < 2: raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
-    with stage('compatibility of the old and new features'): compat = compatibility_table(F, metrics, distance)
+    with stage('compatibility of the old and new features'):
+        values = pair_values(F, metrics, distance); compat = compatibility_table(F, metrics, distance, values)
     if (why := no_curves_because(F)): return _written(UpgradeReport(compat, {}, pd.DataFrame(), None, why), out)
-    curves = upgrade_curves(F, upgrade_orders(F, seed), np.linspace(0, 1, int(points)), metrics, distance)
+    old_hits = _hits(values['(old, old)']) if '(old, old)' in values else None
+    curves = upgrade_curves(F, upgrade_orders(F, seed), np.linspace(0, 1, int(points)), metrics, distance, old_hits)
     fig = plot_upgrade(curves, compat, title)
     import matplotlib.pyplot as plt; plt.close(fig)    # returned, not shown: the caller saves or displays it
     return _written(UpgradeReport(compat, curves, curve_summary(curves), fig), out)
