@@ -22,7 +22,7 @@ __all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'wr
 from .runs import experiment_notebooks, find_nbs_dir
 from .rehearsal import failure_cause, missing_datasets, missing_message, rehearse
 from .retrieval import DISTANCES
-from .upgrade import UPGRADE_ARRAYS, UPGRADE_PREFIXES, example_upgrade, upgrade_report
+from .upgrade import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS, example_upgrade, upgrade_report
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 def _batch(v: str) -> int|None:
@@ -120,7 +120,9 @@ def _upgrade_description() -> str:
     rows = [*UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in UPGRADE_PREFIXES.items())]
     return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's compatibility "
             "criterion (eq. 2) and update gain (eq. 9), RACT's negative flip rate (eq. 12), and the backfilling curves of "
-            "every order the arrays allow, in FastFill's mixed gallery and by RM's rank merge. The .npz holds these "
+            "every order the arrays allow, in FastFill's mixed gallery and by RM's rank merge; with --transform, the same "
+            "after training FCT's or FastFill's transformation of the old features, or RM's reverse query transform, on "
+            "the training arrays. The .npz holds these "
             "arrays (numpy.savez; the first three are required):\n\n"
             + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:16s}', subsequent_indent=' ' * 18) for k, v in rows))
 
@@ -198,20 +200,27 @@ def main(argv: list[str]|None = None) -> int:
     g.add_argument('--points', type=int, default=11, help='backfilled fractions evaluated, evenly from 0 to 1 (default: 11)')
     g.add_argument('--seed', type=int, default=0, help='seed of the random order (default: 0)')
     g.add_argument('--device', default='auto', help="where the metrics are computed: 'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
+    g.add_argument('--transform', nargs='+', choices=list(UPGRADE_TRANSFORMS), default=[], metavar='METHOD',
+                   help=f"train these transformations on train_old/train_new/train_labels and evaluate them too: "
+                   f"{', '.join(UPGRADE_TRANSFORMS)} (the papers' recipes; see 97_upgrade)")
+    g.add_argument('--transform-epochs', type=int, default=None, metavar='N', help="epochs of every transformation "
+                   "(default: the recipes', 80 for FCT and FastFill, 50 for RM)")
     g.add_argument('--write-example', metavar='NPZ', default=None, help="write a made-up upgrade's arrays to NPZ, to see the "
                    "format, and stop")
     a = ap.parse_args(argv)
     try:
         if a.cmd == 'upgrade':
             if a.write_example:
-                path = Path(a.write_example).with_suffix('.npz'); np.savez(path, **example_upgrade())
-                print(f'wrote {path}, the arrays of a made-up upgrade; try: compatrepro upgrade {path}'); return 0
+                path = Path(a.write_example).with_suffix('.npz'); np.savez(path, **example_upgrade(train_per_class=50))
+                print(f'wrote {path}, the arrays of a made-up upgrade; try: compatrepro upgrade {path} [--transform FastFill]'); return 0
             if a.features is None:
                 raise ValueError("give the .npz file of your upgrade's features (compatrepro upgrade --help lists its arrays), "
                                  "or --write-example NPZ to see one")
             try: get_device(a.device)
             except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
-            r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, Path(a.features).name, a.device)
+            if a.transform_epochs is not None and a.transform_epochs < 1: raise ValueError(f"--transform-epochs must be >= 1, got {a.transform_epochs}")
+            r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, Path(a.features).name, a.device,
+                               tuple(a.transform), **({} if a.transform_epochs is None else {'epochs': a.transform_epochs}))
             with pd.option_context('display.width', 200, 'display.max_rows', 500):
                 n, skipped = r.compatibility.attrs['n_queries'], r.compatibility.attrs['n_skipped']
                 print(f"\nEach (query model, gallery model) pair, percent of {n - skipped} queries"
@@ -219,7 +228,12 @@ def main(argv: list[str]|None = None) -> int:
                       + f":\n{r.compatibility.round(2).to_string()}")
                 if r.curves: print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")
                 else: print(f'\nNo backfilling curves: {r.note}')
-            print(f'\nWritten to {Path(a.out).resolve()}: ' + ('compatibility.csv, summary.csv, curves.csv, curves.png' if r.curves else 'compatibility.csv'))
+                for m, art in r.transformations.items():
+                    h = art['history']
+                    print(f"\n{m}: {art['spec']['objective']} for {len(h)} epochs in {art['train_seconds']:.0f} s, loss "
+                          f"{h[0]['loss']:.4g} in the first epoch, {h[-1]['loss']:.4g} in the last")
+            print(f'\nWritten to {Path(a.out).resolve()}: ' + ', '.join((['compatibility.csv', 'summary.csv', 'curves.csv', 'curves.png']
+                  if r.curves else ['compatibility.csv']) + [f'transformation_{m}.pt' for m in r.transformations]))
             return 0
         if a.cmd == 'rehearse':
             kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '
