@@ -18,13 +18,13 @@ from .backfill import (check_order, order_from_scores, random_order, entropy_ord
                                   least_confidence_order, backfill_curve, plot_backfill_curves, plot_nfr_curves)
 from .experiments import curve_auc
 from .specs import BackboneSpec, transformation_spec
-from .models import load_transformation
+from .models import ClassifierHead, load_transformation
 from .train import train_transformation, apply_transformation
 
 # %% auto #0
-__all__ = ['UPGRADE_ARRAYS', 'UPGRADE_PREFIXES', 'UPGRADE_REQUIRED', 'UPGRADE_TRAIN', 'UPGRADE_TRANSFORMS', 'UPGRADE_RM_BLOCKS',
-           'upgrade_features', 'load_upgrade_features', 'upgrade_orders', 'model_pairs', 'pair_values',
-           'compatibility_table', 'no_curves_because', 'upgrade_curves', 'curve_summary', 'plot_upgrade',
+__all__ = ['UPGRADE_ARRAYS', 'UPGRADE_PREFIXES', 'UPGRADE_REQUIRED', 'UPGRADE_TRAIN', 'UPGRADE_CLASSIFIER', 'UPGRADE_TRANSFORMS',
+           'UPGRADE_RM_BLOCKS', 'upgrade_features', 'load_upgrade_features', 'upgrade_orders', 'model_pairs',
+           'pair_values', 'compatibility_table', 'no_curves_because', 'upgrade_curves', 'curve_summary', 'plot_upgrade',
            'UpgradeReport', 'upgrade_report', 'example_upgrade', 'upgrade_batch_size', 'upgrade_transformation_spec',
            'train_upgrade_transformation', 'TransformedUpgrade', 'transformed_upgrade']
 
@@ -41,12 +41,16 @@ UPGRADE_ARRAYS = {
     'train_old': "(t, d_old) the old model's features of training images (not the gallery's), for a transformation",
     'train_new': "(t, d_new) the same training images' features by the new model",
     'train_labels': "(t,) each training image's class or identity",
+    'new_classifier': "(C, d_new) the new model's linear classifier kappa_new, with train_labels its row indices 0..C-1: "
+                      "FastFill's L_disc",
+    'new_classifier_bias': "(C,) its bias, with new_classifier",
 }
 UPGRADE_PREFIXES = {'score_': "(n,) a backfilling priority per gallery image, the largest backfilled first "
                               "(e.g. score_sigma: FastFill's log sigma^2)",
                     'order_': "(n,) a backfilling order: every gallery index once, the first backfilled first"}
 UPGRADE_REQUIRED = ('gallery_old', 'gallery_new', 'gallery_labels')
 UPGRADE_TRAIN = ('train_old', 'train_new', 'train_labels')
+UPGRADE_CLASSIFIER = ('new_classifier', 'new_classifier_bias')
 
 # %% ../nbs/97_upgrade.ipynb #d643689b
 def _label_vector(y, n: int, name: str, of: str) -> np.ndarray:
@@ -56,6 +60,20 @@ def _label_vector(y, n: int, name: str, of: str) -> np.ndarray:
     return y
 
 # %% ../nbs/97_upgrade.ipynb #362fab9c
+def _check_classifier(F: dict):
+    "`new_classifier` (and its bias) against the training arrays: its rows are the classes that `train_labels` index."
+    if 'new_classifier' not in F: raise ValueError("new_classifier_bias needs new_classifier, the weights it belongs to")
+    if 'train_old' not in F: raise ValueError("new_classifier trains FastFill's transformation: give train_old, train_new and train_labels too")
+    W, y = F['new_classifier'], F['train_labels']
+    if W.shape[1] != F['train_new'].shape[1]:
+        raise ValueError(f"new_classifier has dimension {W.shape[1]} but train_new has {F['train_new'].shape[1]}: it reads the new model's features")
+    if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= len(W):
+        raise ValueError(f"with new_classifier, train_labels are its row indices, integers from 0 to {len(W) - 1}")
+    if 'new_classifier_bias' in F:
+        F['new_classifier_bias'] = as_features(np.asarray(F['new_classifier_bias']).reshape(1, -1), 'new_classifier_bias', device=W.device)[0]
+        if len(F['new_classifier_bias']) != len(W):
+            raise ValueError(f"new_classifier_bias has {len(F['new_classifier_bias'])} values but new_classifier has {len(W)} rows")
+
 def upgrade_features(arrays: Mapping, device=None) -> dict:
     """The arrays of one upgrade (names: `UPGRADE_ARRAYS`, `UPGRADE_PREFIXES`), checked, with the query set filled in:
     without `query_new`, the gallery is its own query set (each query excludes itself) and its old queries are
@@ -68,7 +86,7 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
                          + ', '.join(f'{p}<name>' for p in UPGRADE_PREFIXES))
     if (missing := [k for k in UPGRADE_REQUIRED if k not in F]):
         raise ValueError("missing array(s): " + '; '.join(f'{k}: {UPGRADE_ARRAYS[k]}' for k in missing))
-    for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits', 'train_old', 'train_new'):
+    for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits', 'train_old', 'train_new', 'new_classifier'):
         if k in F: F[k] = as_features(F[k], k, device=dev)
     n = len(F['gallery_old'])
     if len(F['gallery_new']) != n:
@@ -100,6 +118,7 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
             if F[k].shape[1] != F[g].shape[1]:
                 raise ValueError(f"{k} has dimension {F[k].shape[1]} but {g} has {F[g].shape[1]}: both are the same model's")
         F['train_labels'] = _label_vector(F['train_labels'], len(F['train_old']), 'train_labels', 'train_old')
+    if any(k in F for k in UPGRADE_CLASSIFIER): _check_classifier(F)
     for k in [k for k in F if k.startswith('score_')]:
         s = np.asarray(F[k], dtype=np.float64)
         if s.shape != (n,) or not np.isfinite(s).all():
@@ -303,7 +322,9 @@ def example_upgrade(seed: int = 0, n_classes: int = 20, per_class: int = 10, d: 
     $p_i + 0.9\,\eta_i$, the new one $p_i + 0.4\,\eta'_i$ (same space: compatible, and better), and a classifier that
     knows the centres $c_k$ gives `gallery_logits` $-\frac12\|\phi_{old} - c_k\|^2$. `incompatible`: the old model's
     features turned by a random orthogonal $Q$, $(p_i + 0.9\,\eta_i)Q$. `train_per_class`: that many training images
-    of each class too (`train_old`, `train_new`, `train_labels`), for a transformation."""
+    of each class too (`train_old`, `train_new`, `train_labels`), for a transformation, and the new model's classifier
+    that knows the centres, $\kappa_{new}(x) = x c_k^\top - \frac12\|c_k\|^2$ (`new_classifier`, `new_classifier_bias`:
+    the nearest centre's logits less a constant per image)."""
     g = np.random.default_rng(seed)
     c = g.standard_normal((n_classes, d))
     Q = np.linalg.qr(g.standard_normal((d, d)))[0] if incompatible else np.eye(d)
@@ -317,11 +338,12 @@ def example_upgrade(seed: int = 0, n_classes: int = 20, per_class: int = 10, d: 
     out = dict(gallery_old=old_seen, gallery_new=new, gallery_labels=y, gallery_logits=logits.astype(np.float32))
     if train_per_class:
         yt, _, to, tn = sample(train_per_class)
-        out |= dict(train_old=to, train_new=tn, train_labels=yt)
+        out |= dict(train_old=to, train_new=tn, train_labels=yt, new_classifier=c.astype(np.float32),
+                    new_classifier_bias=(-0.5 * (c ** 2).sum(1)).astype(np.float32))
     return out
 
 # %% ../nbs/97_upgrade.ipynb #b2e4d8f1
-UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+uncert', 'RM': 'mcl'}   # method: its objective (07_train)
+UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert', 'RM': 'mcl'}   # method: its objective (07_train)
 UPGRADE_RM_BLOCKS = 2   # RM's psi and rho blocks (App. B.2: CIFAR-100, Market-1501)
 
 def upgrade_batch_size(n: int, recipe: int = 1024) -> int:
@@ -342,6 +364,7 @@ def upgrade_transformation_spec(F: dict, method: str, seed: int = 0, distance: s
                          "train_new and train_labels (not the gallery's, whose accuracy it would flatter)")
     dims = [BackboneSpec(scale='paper', emb_dim=F[k].shape[1]) for k in ('train_old', 'train_new')]
     objective, kw = UPGRADE_TRANSFORMS[method], dict(seed=seed)
+    if 'disc' in objective and 'new_classifier' not in F: objective = objective.replace('disc+', '')   # no kappa_new: no L_disc
     if method == 'RM': kw.update(psi_blocks=UPGRADE_RM_BLOCKS, rho_blocks=UPGRADE_RM_BLOCKS, dist=distance)
     spec = transformation_spec(*dims, objective, **kw)
     return transformation_spec(*dims, objective, **kw | dict(batch_size=upgrade_batch_size(len(F['train_old']), spec.batch_size))
@@ -351,11 +374,17 @@ def train_upgrade_transformation(F: dict, method: str, seed: int = 0, distance: 
                                  **overrides) -> dict:
     """The artifact of `method`'s transformation (`train_transformation`, not cached) trained on `F`'s training arrays
     (`upgrade_transformation_spec`), on the device of `F`'s features; `load_transformation` rebuilds it."""
-    spec = upgrade_transformation_spec(F, method, seed, distance, **overrides)
-    _, y = np.unique(F['train_labels'], return_inverse=True)    # any labels -> 0..C-1
+    spec, head = upgrade_transformation_spec(F, method, seed, distance, **overrides), None
+    if 'disc' in spec.objective:     # kappa_new from its weights; the labels are its rows
+        y, W = F['train_labels'], F['new_classifier']
+        head = ClassifierHead(W.shape[1], range(len(W)), 'linear', bias='new_classifier_bias' in F).to(W.device)
+        with torch.no_grad():
+            head.weight.copy_(W)
+            if head.bias is not None: head.bias.copy_(F['new_classifier_bias'])
+    else: _, y = np.unique(F['train_labels'], return_inverse=True)    # any labels -> 0..C-1
     with stage(f"training the {method} transformation ({spec.objective}, {spec.epochs} epochs, {len(y)} images)"):
-        return train_transformation(spec, F['train_old'].float(), F['train_new'].float(), torch.as_tensor(y), device=F['train_old'].device,
-                                    show_progress=show_progress)
+        return train_transformation(spec, F['train_old'].float(), F['train_new'].float(), torch.as_tensor(y), head,
+                                    device=F['train_old'].device, show_progress=show_progress)
 
 class TransformedUpgrade(NamedTuple):
     "An upgrade as a transformation sees it: its arrays (`upgrade_features`' names), its pairs (the first judged by eq. 2)."
