@@ -51,6 +51,8 @@ UPGRADE_PREFIXES = {'score_': "(n,) a backfilling priority per gallery image, th
 UPGRADE_REQUIRED = ('gallery_old', 'gallery_new', 'gallery_labels')
 UPGRADE_TRAIN = ('train_old', 'train_new', 'train_labels')
 UPGRADE_CLASSIFIER = ('new_classifier', 'new_classifier_bias')
+UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert', 'RM': 'mcl'}   # method: its objective (07_train; the last section)
+UPGRADE_RM_BLOCKS = 2   # RM's psi and rho blocks (App. B.2: CIFAR-100, Market-1501)
 
 # %% ../nbs/97_upgrade.ipynb #d643689b
 def _label_vector(y, n: int, name: str, of: str) -> np.ndarray:
@@ -240,22 +242,42 @@ def curve_summary(curves: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(['metric', 'curve'])
 
 # %% ../nbs/97_upgrade.ipynb #7cb40b02
+def _order_and_method(name: str) -> tuple[str, str]:
+    "A curve's name (without ', rank merge') split into its order and its transformation ('' for the upgrade as given)."
+    for m in UPGRADE_TRANSFORMS:
+        if name.endswith(f', {m}'): return name[:-len(m) - 2], m
+    return name, ''
+
+def _restyle_curves(ax, names: list, orders: list):
+    "Colour each curve of `ax` (drawn in the order of `names`) by its order and dash it by its transformation."
+    lines, dashes = ax.get_lines(), dict(zip(['', *UPGRADE_TRANSFORMS], ['-', '--', ':', '-.']))
+    for i, name in enumerate(names):   # plot_backfill_curves draws a curve, then its end points
+        order, method = _order_and_method(name)
+        colour = f'C{orders.index(order) % 10}'
+        lines[2*i].set_color(colour); lines[2*i].set_linestyle(dashes[method]); lines[2*i + 1].set_color(colour)
+    legend = ax.get_legend()
+    ax.legend(fontsize=8, title=legend.get_title().get_text() if legend else None, title_fontsize=8)
+
 def plot_upgrade(curves: dict, compatibility: pd.DataFrame, title: str = ''):
     """The curves of `upgrade_curves`, a row per way of searching (the mixed gallery, then the rank merge where there is
-    one) and a panel per metric (NFR@1 last, lower is better), each order in the same colour in every panel, with the
-    (old, old) and (new, new) levels dashed and each curve's AUC in its legend."""
+    one) and a panel per metric (NFR@1 last, lower is better), each order in the same colour in every panel and each
+    transformation in its own dashes (solid: the upgrade as given), with the (old, old) and (new, new) levels dashed
+    grey and each curve's AUC in its legend."""
     import matplotlib.pyplot as plt
     merge = ', rank merge'
     rows = {'mixed gallery (FastFill 5.1)': {k: c for k, c in curves.items() if not k.endswith(merge)},
             'rank merge (RM eqs. 3-5)': {k[:-len(merge)]: c for k, c in curves.items() if k.endswith(merge)}}
     rows = {k: v for k, v in rows.items() if v}
     metrics = list(next(iter(curves.values())).columns)
+    orders = list(dict.fromkeys(_order_and_method(k)[0] for cs in rows.values() for k in cs))
     fig, axs = plt.subplots(len(rows), len(metrics), figsize=(5.5*len(metrics), 4*len(rows)), squeeze=False, sharey='col')
     for row, (how, cs) in zip(axs, rows.items()):
         for ax, m in zip(row, metrics):
-            if m.startswith('NFR'): plot_nfr_curves(cs, m, f'{m}, {how}', ax=ax); continue
-            refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)') if p in compatibility and m in compatibility.index}
-            plot_backfill_curves(cs, m, f'{m}, {how}', area='auc', ax=ax, references=refs)
+            if m.startswith('NFR'): plot_nfr_curves(cs, m, f'{m}, {how}', ax=ax)
+            else:
+                refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)') if p in compatibility and m in compatibility.index}
+                plot_backfill_curves(cs, m, f'{m}, {how}', area='auc', ax=ax, references=refs)
+            _restyle_curves(ax, list(cs), orders)
     fig.suptitle(title, fontsize=10); fig.tight_layout()
     return fig
 
@@ -343,9 +365,6 @@ def example_upgrade(seed: int = 0, n_classes: int = 20, per_class: int = 10, d: 
     return out
 
 # %% ../nbs/97_upgrade.ipynb #b2e4d8f1
-UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert', 'RM': 'mcl'}   # method: its objective (07_train)
-UPGRADE_RM_BLOCKS = 2   # RM's psi and rho blocks (App. B.2: CIFAR-100, Market-1501)
-
 def upgrade_batch_size(n: int, recipe: int = 1024) -> int:
     "The recipe's batch, halved while an epoch of `n` training images has fewer than eight steps (at least 8)."
     b = recipe
