@@ -232,6 +232,11 @@ def main(argv: list[str]|None = None) -> int:
                     h = art['history']
                     print(f"\n{m}: {art['spec']['objective']} for {len(h)} epochs in {art['train_seconds']:.0f} s, loss "
                           f"{h[0]['loss']:.4g} in the first epoch, {h[-1]['loss']:.4g} in the last")
+                    eq2 = next((c for c in r.compatibility.columns if c.startswith('BCT eq. 2, ') and c.endswith(f' {m}')), None)
+                    if eq2 is not None and (below := [k for k, ok in r.compatibility[eq2].items() if not ok]):
+                        print(f"  Its pair is below (old, old) on {', '.join(below)}: the transformation has not learnt the other "
+                              "space well enough. " + ("RM is made for the cosine distance (--distance cosine). " if m == 'RM' and a.distance == 'l2' else '')
+                              + "More epochs (--transform-epochs) or more training images may help; 97_upgrade measures both.")
             print(f'\nWritten to {Path(a.out).resolve()}: ' + ', '.join((['compatibility.csv', 'summary.csv', 'curves.csv', 'curves.png']
                   if r.curves else ['compatibility.csv']) + [f'transformation_{m}.pt' for m in r.transformations]))
             return 0
