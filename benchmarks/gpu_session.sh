@@ -2,7 +2,7 @@
 # One GPU session for issue 48, prepared to run once on one H200 (16 cores, torch 2.11 cu130, torchvision 0.26, Python 3.12,
 # no internet) from the repository root with the carried wheels in .whl/ and an output folder $OUT:
 #   a. install the carried wheels (papermill, nbformat, ipykernel, faiss-cpu and what they need that the image lacks)
-#   a3. compatrepro upgrade's metrics and curves on the GPU, timed (a few seconds)
+#   a3. compatrepro upgrade's metrics and curves on the GPU, timed (a few seconds), and a3b. its transformations trained there
 #   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, gpu, gpu-drained, --synthetic (2 epochs of 100 steps each:
 #      20-step epochs restart 14 workers every ~2 s, docs/benchmarks.md)
 #   b2. bench_data_path.py: what the CPU side of the reference path feeds per worker, and what a resized copy buys it
@@ -37,6 +37,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; n
 
 mark "a3. compatrepro upgrade on the GPU: 20,000 made-up images, d=128 (on 2 CPU cores 26 s, mAP of (new, old) 99.302)"
 timeout 90 python3 -c 'import time, torch; from compatrepro.upgrade import example_upgrade, upgrade_report; E = example_upgrade(0, 1000 if torch.cuda.is_available() else 10, 20, 128); E.pop("gallery_logits"); upgrade_report(E, distance="cosine"); t = time.time(); R = upgrade_report(E, distance="cosine"); print("upgrade_report,", len(E["gallery_old"]), "images, cuda" if torch.cuda.is_available() else "images, cpu", round(time.time() - t, 2), "s; mAP of (new, old)", round(R.compatibility.loc["mAP", "(new, old)"], 3))'
+
+mark "a3b. compatrepro upgrade --transform on the GPU: FCT, FastFill and RM trained on 2,000 made-up images, 5 epochs each"
+timeout 120 python3 -c 'import time, torch; from compatrepro.upgrade import example_upgrade, upgrade_report; U = example_upgrade(incompatible=True, train_per_class=100); t = time.time(); R = upgrade_report(U, distance="cosine", transforms=("FCT", "FastFill", "RM"), show_progress=False, epochs=5); print("upgrade_report with transforms on", "cuda" if torch.cuda.is_available() else "cpu", round(time.time() - t, 2), "s; training s", {m: round(a["train_seconds"], 2) for m, a in R.transformations.items()}, "| top1", R.compatibility.loc["top1"].round(1).to_dict())'
 
 mark "a2. the device data path on the GPU: one batch against the CPU and the reference, then training steps on each path"
 timeout 150 python3 benchmarks/gpu_loader_check.py 2>&1 | grep -v Warning | tail -60 > "$OUT/loader_check.log"; cat "$OUT/loader_check.log"
