@@ -418,7 +418,9 @@ def transformed_upgrade(F: dict, method: str, artifact: dict) -> TransformedUpgr
     becomes its order 'sigma' (`score_sigma`). RM: the new queries and gallery become $\rho^{new}$, and the old
     gallery is searched by $\rho^{rev}(q)$ in the rank merge."""
     net, dtype = load_transformation(artifact, F['gallery_old'].device), F['gallery_new'].dtype
-    run = lambda x: tuple(o.to(dtype) for o in (lambda r: r if isinstance(r, tuple) else (r,))(apply_transformation(net, x.float())))
+    def run(x):   # the outputs on x's device and in F's dtype: apply_transformation returns them on the CPU
+        out = apply_transformation(net, x.float())
+        return tuple(o.to(device=x.device, dtype=dtype) for o in (out if isinstance(out, tuple) else (out,)))
     T = {k: v for k, v in F.items() if k != 'query_old'} | {'transformed': method}
     if method == 'RM':
         q_new, q_rev = run(F['query_new'])
