@@ -118,13 +118,14 @@ def _upgrade_description() -> str:
     "`compatrepro upgrade --help`'s text: what it measures, and the arrays of its .npz (`97_upgrade`)."
     import textwrap
     rows = [*UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in UPGRADE_PREFIXES.items())]
+    w = max(len(k) for k, _ in rows) + 2   # the names' column
     return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's compatibility "
             "criterion (eq. 2) and update gain (eq. 9), RACT's negative flip rate (eq. 12), and the backfilling curves of "
             "every order the arrays allow, in FastFill's mixed gallery and by RM's rank merge; with --transform, the same "
             "after training FCT's or FastFill's transformation of the old features, or RM's reverse query transform, on "
             "the training arrays. The .npz holds these "
             "arrays (numpy.savez; the first three are required):\n\n"
-            + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:16s}', subsequent_indent=' ' * 18) for k, v in rows))
+            + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:{w}s}', subsequent_indent=' ' * (w + 2)) for k, v in rows))
 
 def main(argv: list[str]|None = None) -> int:
     "Entry point of the `compatrepro` console script."
@@ -193,13 +194,13 @@ def main(argv: list[str]|None = None) -> int:
                        "models' features (an .npz)", description=_upgrade_description(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument('features', nargs='?', default=None, help='the .npz file of the arrays above')
-    g.add_argument('--out', default='upgrade-report', help='folder for compatibility.csv, summary.csv, curves.csv and curves.png '
-                   '(default: upgrade-report)')
+    g.add_argument('--out', default='upgrade-report', help='folder for compatibility.csv, summary.csv, curves.csv and curves.png, '
+                   'and transformation_<method>.pt with --transform (default: upgrade-report)')
     g.add_argument('--metrics', nargs='+', default=['top1', 'mAP'], help='retrieval metrics: top<k>, mAP, mAP@<k> (default: top1 mAP)')
     g.add_argument('--distance', default='l2', choices=DISTANCES, help="'l2' (FastFill's) or 'cosine' (RACT's, RM's); default: l2")
     g.add_argument('--points', type=int, default=11, help='backfilled fractions evaluated, evenly from 0 to 1 (default: 11)')
     g.add_argument('--seed', type=int, default=0, help='seed of the random order (default: 0)')
-    g.add_argument('--device', default='auto', help="where the metrics are computed: 'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
+    g.add_argument('--device', default='auto', help="where the metrics are computed and the transformations trained: 'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
     g.add_argument('--transform', nargs='+', choices=list(UPGRADE_TRANSFORMS), default=[], metavar='METHOD',
                    help=f"train these transformations on train_old/train_new/train_labels and evaluate them too: "
                    f"{', '.join(UPGRADE_TRANSFORMS)} (the papers' recipes; see 97_upgrade)")
