@@ -15,7 +15,7 @@ from .core import stage, atomic_path, get_device
 from .retrieval import as_features
 from .metrics import retrieval_metrics, retrieval_hits, nfr, is_compatible, update_gain, m_tilde
 from .backfill import (check_order, order_from_scores, random_order, entropy_order, margin_order,
-                                  least_confidence_order, backfill_curve, plot_backfill_curves, plot_nfr_curves)
+                                  least_confidence_order, sigma_order, backfill_curve, plot_backfill_curves, plot_nfr_curves)
 from .experiments import curve_auc
 from .specs import BackboneSpec, transformation_spec
 from .models import ClassifierHead, load_transformation
@@ -311,9 +311,10 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     arts = {m: t.artifact for m, t in T.items()}
     old_hits = _hits(values['(old, old)']) if '(old, old)' in values else None
     fractions, why = np.linspace(0, 1, int(points)), no_curves_because(F)
-    curves = {} if why else upgrade_curves(F, upgrade_orders(F, seed), fractions, metrics, distance, old_hits)
+    orders = upgrade_orders(F, seed)
+    curves = {} if why else upgrade_curves(F, orders, fractions, metrics, distance, old_hits)
     for m, t in T.items():
-        curves |= upgrade_curves(t.arrays, upgrade_orders(t.arrays, seed), fractions, metrics, distance, old_hits, f', {m}', t.mixed)
+        curves |= upgrade_curves(t.arrays, orders | t.orders, fractions, metrics, distance, old_hits, f', {m}', t.mixed)
     if not curves: return _written(UpgradeReport(compat, {}, pd.DataFrame(), None, why, arts), out)
     fig = plot_upgrade(curves, compat, title)
     import matplotlib.pyplot as plt; plt.close(fig)    # returned, not shown: the caller saves or displays it
@@ -411,11 +412,12 @@ class TransformedUpgrade(NamedTuple):
     pairs: dict            # {name: (query, gallery)}
     mixed: bool            # False: rank merge only (RM)
     artifact: dict         # the trained transformation (`load_transformation`)
+    orders: dict           # its own backfilling orders, beside the upgrade's (FastFill: 'sigma')
 
 def transformed_upgrade(F: dict, method: str, artifact: dict) -> TransformedUpgrade:
     r"""The upgrade `F` through `method`'s trained transformation `artifact`. FCT, FastFill: the gallery's old features
     become $h(\phi_{old}(\mathcal{G}))$, searched by the new queries, and FastFill's $\log\sigma^2$ of each gallery item
-    becomes its order 'sigma' (`score_sigma`). RM: the new queries and gallery become $\rho^{new}$, and the old
+    gives its order 'sigma' (`sigma_order`). RM: the new queries and gallery become $\rho^{new}$, and the old
     gallery is searched by $\rho^{rev}(q)$ in the rank merge."""
     net, dtype = load_transformation(artifact, F['gallery_old'].device), F['gallery_new'].dtype
     def run(x):   # the outputs on x's device and in F's dtype: apply_transformation returns them on the CPU
@@ -427,8 +429,8 @@ def transformed_upgrade(F: dict, method: str, artifact: dict) -> TransformedUpgr
         g_new = q_new if F['query_is_gallery'] else run(F['gallery_new'])[0]
         T.update(query_new=q_new, gallery_new=g_new, query_old=q_rev)
         return TransformedUpgrade(T, {'(psi(new), old) RM': (q_rev, F['gallery_old']),
-                                      '(rho(new), rho(new)) RM': (q_new, g_new)}, False, artifact)
+                                      '(rho(new), rho(new)) RM': (q_new, g_new)}, False, artifact, {})
     h, log_sigma2 = (run(F['gallery_old']) + (None,))[:2]   # FCT: h alone
     T['gallery_old'] = h
-    if log_sigma2 is not None: T['score_sigma'] = log_sigma2.double().cpu().numpy()
-    return TransformedUpgrade(T, {f'(new, h(old)) {method}': (F['query_new'], h)}, True, artifact)
+    return TransformedUpgrade(T, {f'(new, h(old)) {method}': (F['query_new'], h)}, True, artifact,
+                              {} if log_sigma2 is None else {'sigma': sigma_order(log_sigma2)})
