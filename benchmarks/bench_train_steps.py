@@ -9,14 +9,15 @@ noise JPEGs costs a little more than natural photos.
     torchrun --nproc_per_node=1 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200   # DDP
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --synthetic   # without the data path
     python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --loader gpu   # JPEGs decoded on the GPU
-    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --loader gpu-drained   # the same, stream drained first
+    python benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 200 --loader gpu-side-stream   # decoded on a side stream
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0   # a CPU smoke run
     python benchmarks/bench_train_steps.py --arch resnet18 --batch 8 --steps 3 --workers 0 --loader gpu --device cpu   # its device path
 
 `--loader cpu` (the default) is the reference data path (PIL decoding and torchvision's transforms in the workers);
 `--loader gpu` the device path of `compatrepro.loaders.iter_device_batches` (the workers read the files' bytes, the
-batch is decoded by `torchvision.io.decode_jpeg` on the training device and cropped there), on whatever `--device` is;
-`--loader gpu-drained` the same with the caller's CUDA stream drained before each decode (`drain_before_decode`).
+batch is decoded by `torchvision.io.decode_jpeg` on the training device, after the training stream has drained, and
+cropped there), on whatever `--device` is; `--loader gpu-side-stream` the same with each batch decoded on a CUDA stream
+of its own instead of after the drain (`decode_on_side_stream`).
 It trains two epochs of `--steps` steps each and prints the images per second of each; the second is the steady rate
 (the first includes cuDNN's autotuning and the workers' start). `--out f.json` also writes them.
 """
@@ -87,36 +88,43 @@ def repeated_files(ds, n):
     return out
 
 
-def drain_before_decode():
-    """Make the device data path wait for the caller's CUDA stream before each batched decode (a no-op on the CPU).
-    The hypothesis it tests, for the NaN of 2026-11-27 (docs/benchmarks.md): torchvision's CUDA `decode_jpeg` takes its
-    output blocks from the caching allocator on the caller's stream, and nvJPEG writes them without waiting for that
-    stream, so a block just freed by kernels still queued there (the previous step's) can be overwritten before they
-    read it (reported in pytorch/vision#9606 and meta-pytorch/torchcodec#1634). It patches the benchmark's process only:
-    a change to `compatrepro.loaders.decode_jpegs` makes every run that reaches it stale, so it lands once a GPU has
-    confirmed it."""
+def decode_on_side_stream():
+    """Make the device data path decode each batch on a CUDA stream of its own (a no-op on the CPU), a candidate to
+    replace the library's drain. `compatrepro.loaders.decode_jpegs` waits for the training stream to drain before each
+    decode (`wait_for_caller_stream`: nvJPEG ignores streams and overwrote blocks that queued kernels had yet to read,
+    2026-11-28), so the GPU idles while the next batch decodes. Here the decode runs with a side stream current: its
+    outputs come from that stream's pool, which blocks freed on the training stream never enter, and the drain it
+    does is of the side stream (the decodes alone); each output is marked as used by the training stream
+    (`record_stream`), so its block returns to the side pool only after the step that reads it has run, and the
+    training stream waits for the side stream by an event, not on the host. Whether that keeps the GPU busy, and
+    trains as the drained path does, is what the bench measures; it patches the benchmark's process only."""
     from compatrepro import loaders as LD
-    if getattr(LD.decode_jpegs, 'drains_stream', False): return
-    decode = LD.decode_jpegs
-    def drained(data, device):
+    if getattr(LD.decode_jpegs, 'side_stream', False): return
+    decode, streams = LD.decode_jpegs, {}
+    def on_side_stream(data, device):
         device = torch.device(device)
-        if device.type == 'cuda': torch.cuda.current_stream(device).synchronize()
-        return decode(data, device)
-    drained.drains_stream, drained.undrained = True, decode
-    LD.decode_jpegs = drained   # iter_device_batches looks the name up in its module at each batch
+        if device.type != 'cuda': return decode(data, device)
+        main = torch.cuda.current_stream(device)
+        side = streams.setdefault(str(device), torch.cuda.Stream(device))
+        with torch.cuda.stream(side): images = decode(data, device)
+        main.wait_stream(side)
+        for x in images: x.record_stream(main)
+        return images
+    on_side_stream.side_stream, on_side_stream.library = True, decode
+    LD.decode_jpegs = on_side_stream   # iter_device_batches looks the name up in its module at each batch
 
 
-LOADERS = ('cpu', 'gpu', 'gpu-drained')
+LOADERS = ('cpu', 'gpu', 'gpu-side-stream')
 
 
 def use_loader(name):
     """Choose the JPEG data path of this process: 'cpu', 'gpu' (`$COMPATREPRO_LOADER`, read by `iter_batches`) or
-    'gpu-drained' ('gpu' with `drain_before_decode`); a later call undoes an earlier 'gpu-drained'."""
+    'gpu-side-stream' ('gpu' with `decode_on_side_stream`); a later call undoes an earlier 'gpu-side-stream'."""
     if name not in LOADERS: raise ValueError(f'loader={name!r}: choose one of {LOADERS}')
     from compatrepro import loaders as LD
-    LD.decode_jpegs = getattr(LD.decode_jpegs, 'undrained', LD.decode_jpegs)
-    os.environ['COMPATREPRO_LOADER'] = 'gpu' if name == 'gpu-drained' else name
-    if name == 'gpu-drained': drain_before_decode()
+    LD.decode_jpegs = getattr(LD.decode_jpegs, 'library', LD.decode_jpegs)
+    os.environ['COMPATREPRO_LOADER'] = 'cpu' if name == 'cpu' else 'gpu'
+    if name == 'gpu-side-stream': decode_on_side_stream()
 
 
 def main():
@@ -131,8 +139,8 @@ def main():
     ap.add_argument('--synthetic', action='store_true', help='random tensors in memory instead of decoded, augmented JPEGs')
     ap.add_argument('--loader', choices=LOADERS, default='cpu',
                     help="the JPEG data path: 'cpu', decoding and augmentation in the DataLoader workers (the reference); "
-                         "'gpu', the workers read bytes and the training device decodes and augments; 'gpu-drained', "
-                         "the same with the CUDA stream drained before each decode")
+                         "'gpu', the workers read bytes and the training device decodes and augments; 'gpu-side-stream', "
+                         "the same with each batch decoded on a CUDA stream of its own")
     ap.add_argument('--device', default='auto'); ap.add_argument('--out', default=None)
     a = ap.parse_args()
     if a.synthetic and a.compat != 'none':
@@ -169,7 +177,7 @@ def main():
     rates = [a.steps*a.batch/h['seconds'] for h in art['history']]
     res = dict(arch=a.arch, global_batch=a.batch, steps_per_epoch=a.steps, compat=a.compat,
                data='synthetic tensors' if a.synthetic else 'JPEG decode + augmentation' + (' in the workers' if a.loader == 'cpu' else ' on the device')
-                    + (', stream drained before each decode' if a.loader == 'gpu-drained' else ''),
+                    + (', decoded on a side stream' if a.loader == 'gpu-side-stream' else ''),
                loader='none' if a.synthetic else a.loader,
                processes=world, workers=a.workers if a.workers is not None else default_workers(),
                device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f'cpu ({os.cpu_count()} cores)',

@@ -1,11 +1,12 @@
-"""Why the device data path trains to NaN on a GPU: one batch of a fake ImageNet tree through the device path on the
-GPU, the same batch on the CPU, and the reference path, compared (finite values, ranges, per-image differences), one
-bf16 forward/backward of a ResNet-18 on each, then a few SGD steps of a ResNet-50 through `iter_batches` on each path
-(the reference, the device path, and the device path with the CUDA stream drained before each decode), stopping at the
-first non-finite loss. First of all, `allocator_race`: whether `decode_jpeg(device='cuda')` overwrites a block that
-kernels still queued on the caller's stream have yet to read (the hypothesis of `bench_train_steps.drain_before_decode`).
-Prints everything; asserts nothing. (2026-11-27, one H200: the one-batch part was finite on both; the race and the
-training parts were written after that session and have not run on a GPU yet.)
+"""The device data path on a GPU: first `allocator_race`, whether a decode on the GPU overwrites a block that kernels
+still queued on the caller's stream have yet to read, for torchvision's decoder as it is, for the library's
+`decode_jpegs` (which drains the caller's stream first) and for the bench's side-stream variant; then one batch of a
+fake ImageNet tree through the device path on the GPU, the same batch on the CPU, and the reference path, compared
+(finite values, ranges, per-image differences), one bf16 forward/backward of a ResNet-18 on each, then a few SGD
+steps of a ResNet-50 through `iter_batches` on each of the bench's paths, stopping at the first non-finite loss.
+Prints everything; asserts nothing. (One H200, 2026-11-27: the one-batch part was finite, yet every training through
+the device path became nan; 2026-11-28: the decoder as it was corrupted queued sums in 49 of 50 trials, drained 0 of
+50, and the drain went into `decode_jpegs`.)
 
     python benchmarks/gpu_loader_check.py            # on a machine with a GPU
 """
@@ -25,11 +26,16 @@ def stats(name, x):
           f'min={x.nan_to_num().min():.3f} max={x.nan_to_num().max():.3f} mean={x.nan_to_num().mean():.4f}')
 
 
-def allocator_race(data, trials=50, n=32, drain=False):
-    """How many of `trials` times a decode of the JPEG bytes `data` on the GPU changed tensors that kernels queued before
-    it were still reading: each trial fills `n` tensors with a known value, queues a long matrix product and then one
-    sum per tensor, frees the tensors (their blocks go back to the allocator while the sums are queued), decodes, and
-    checks the sums. With `drain`, the stream is drained before the decode, as `drain_before_decode` does."""
+def raw_decode(data, device):
+    "torchvision's decoder as it is, without the library's wait for the caller's stream."
+    from torchvision.io import ImageReadMode, decode_jpeg
+    return decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device)
+
+
+def allocator_race(data, decode, trials=50, n=32):
+    """How many of `trials` times `decode(data, 'cuda')` changed tensors that kernels queued before it were still
+    reading: each trial fills `n` tensors with a known value, queues a long matrix product and then one sum per tensor,
+    frees the tensors (their blocks go back to the allocator while the sums are queued), decodes, and checks the sums."""
     cuda, bad = torch.device('cuda'), 0
     a = torch.randn(4096, 4096, device=cuda)
     for t in range(trials):
@@ -38,8 +44,7 @@ def allocator_race(data, trials=50, n=32, drain=False):
         for _ in range(8): a = (a @ a).clamp_(-1, 1)           # ~tens of ms queued ahead of the sums
         sums = [x.sum(dtype=torch.int64) for x in ts]
         del ts                                                  # freed while the sums are still queued
-        if drain: torch.cuda.current_stream(cuda).synchronize()
-        LD.decode_jpegs(data, cuda)
+        decode(data, cuda)
         torch.cuda.synchronize()
         bad += any(s.item() != 3*500*375 for s in sums)
     return bad
@@ -64,9 +69,10 @@ with tempfile.TemporaryDirectory() as d:
     cuda = torch.device('cuda')
     data, y = LD.collate_jpeg_bytes([LD.JpegFiles(ds.root, ds.paths, ds.labels)[i] for i in range(16)])
     print('labels', y.tolist(), 'classes', len(ds.classes))
-    for drain in (False, True):
-        print(f'allocator race, stream drained before the decode: {drain}: corrupted sums in',
-              allocator_race(data, drain=drain), 'of 50 trials')
+    use_loader('gpu-side-stream'); side = LD.decode_jpegs; use_loader('gpu')
+    for name, decode in (("torchvision's decode_jpeg as it is", raw_decode), ("the library's decode_jpegs (drained)", LD.decode_jpegs),
+                         ('decoded on a side stream (the bench\'s gpu-side-stream)', side)):
+        print(f'allocator race, {name}: corrupted sums in', allocator_race(data, decode), 'of 50 trials')
     dec_gpu, dec_cpu = LD.decode_jpegs(data, cuda), LD.decode_jpegs(data, 'cpu')
     torch.cuda.synchronize()
     for i, (a, b) in enumerate(zip(dec_gpu, dec_cpu)):

@@ -16,8 +16,9 @@ from .manifests import IMAGENET_MEAN, IMAGENET_STD, ManifestDataset, image_trans
 
 # %% auto #0
 __all__ = ['JPEG_SUFFIXES', 'LOADERS', 'class_balanced_rows', 'epoch_rows', 'iter_batches', 'device_decode_available',
-           'loader_choice', 'device_loader_applies', 'JpegFiles', 'collate_jpeg_bytes', 'decode_jpegs',
-           'random_resized_crop_params', 'device_train_transform', 'device_eval_transform', 'iter_device_batches']
+           'loader_choice', 'device_loader_applies', 'JpegFiles', 'collate_jpeg_bytes', 'wait_for_caller_stream',
+           'decode_jpegs', 'random_resized_crop_params', 'device_train_transform', 'device_eval_transform',
+           'iter_device_batches']
 
 # %% ../nbs/06b_loaders.ipynb #9d2aa160
 class _Views(torch.utils.data.Dataset):
@@ -122,9 +123,9 @@ def device_decode_available(device) -> bool:
 def loader_choice(device, loader: str|None = None) -> str:
     """'gpu' or 'cpu': which data path reads JPEG file datasets on `device`. `loader` (default `$COMPATREPRO_LOADER`,
     else 'auto'): 'cpu', the reference (PIL and torchvision's transforms in the DataLoader workers); 'gpu', decoding and
-    augmentation on `device` whatever it is (the CPU too); 'auto', the reference for now: on one H200 the device path
-    gave finite batches and a finite first step (benchmarks/gpu_loader_check.py), yet every training through it became
-    nan in its first epoch (docs/benchmarks.md), so it is not chosen until a GPU has trained through it."""
+    augmentation on `device` whatever it is (the CPU too); 'auto', the reference: on one H200 with 16 cores
+    (2026-11-28, docs/benchmarks.md) ResNet-50 trained through the reference with 14 workers at 1,887 images/s and
+    through the device path at 1,395, so the device path pays only where the CPU has few cores for its GPU."""
     loader = (loader or os.environ.get('COMPATREPRO_LOADER') or 'auto').lower()
     if loader not in LOADERS: raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
     return 'cpu' if loader == 'auto' else loader
@@ -155,12 +156,24 @@ def _pil_rgb(data: torch.Tensor) -> torch.Tensor:
     with Image.open(io.BytesIO(data.numpy().tobytes())) as im: a = np.asarray(im.convert('RGB'))
     return torch.from_numpy(a.copy()).permute(2, 0, 1).contiguous()
 
+def wait_for_caller_stream(device):
+    """Block until the work queued on `device`'s current CUDA stream has run (a no-op on other devices). nvJPEG's
+    hardware decoder writes its outputs, which torchvision takes from the caching allocator on the caller's stream,
+    without waiting for that stream, so it can overwrite a freed block that queued kernels have yet to read
+    (pytorch/vision#9606). Measured on one H200 (2026-11-28, `benchmarks/gpu_loader_check.py`): without this wait a
+    decode corrupted queued sums in 49 of 50 trials, and ResNet-50 trained through the device path to nan; with it, 0
+    of 50, and the loss followed the reference's."""
+    device = torch.device(device)
+    if device.type == 'cuda': torch.cuda.current_stream(device).synchronize()
+
 def decode_jpegs(data: list, device) -> list[torch.Tensor]:
     """The JPEG files' bytes `data` (1-D uint8 tensors) as RGB images ([3, H, W] uint8) on `device`: one batched call of
-    `torchvision.io.decode_jpeg` (greyscale and CMYK files converted to RGB). If the batch fails, each file is decoded
-    alone, and a file the device cannot decode (e.g. a PNG named .JPEG) is decoded by PIL as the reference reads it."""
+    `torchvision.io.decode_jpeg` (greyscale and CMYK files converted to RGB), after `wait_for_caller_stream`. If the
+    batch fails, each file is decoded alone, and a file the device cannot decode (e.g. a PNG named .JPEG) is decoded
+    by PIL as the reference reads it."""
     from torchvision.io import ImageReadMode, decode_jpeg
     device = torch.device(device)
+    wait_for_caller_stream(device)
     try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))
     except RuntimeError: pass
     out = []
