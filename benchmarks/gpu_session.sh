@@ -3,13 +3,14 @@
 # no internet) from the repository root with the carried wheels in .whl/ and an output folder $OUT:
 #   a. install the carried wheels (papermill, nbformat, ipykernel, faiss-cpu and what they need that the image lacks)
 #   a3. compatrepro upgrade's metrics and curves on the GPU, timed (a few seconds), and a3b. its transformations trained there
-#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, gpu, gpu-drained, --synthetic (2 epochs of 100 steps each:
-#      20-step epochs restart 14 workers every ~2 s, docs/benchmarks.md)
-#   b2. bench_data_path.py: what the CPU side of the reference path feeds per worker, and what a resized copy buys it
-#   c. compatrepro rehearse --device cuda on every experiment notebook, at the same time as
-#   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 (all four papers)
-#   (before b: benchmarks/gpu_loader_check.py, why the device path trained to nan on 2026-11-27: the decoder's race with
-#    the caller's stream, and training steps on each path with and without draining the stream before each decode)
+#   a2. benchmarks/gpu_loader_check.py: the decoder's race with the caller's stream (torchvision's decoder as it is, the
+#       library's drained decode_jpegs, the bench's side stream), one batch against the reference, training steps on each path
+#   b. bench_train_steps.py: ResNet-50, batch 256, --loader cpu, gpu, gpu-side-stream, --synthetic (2 epochs of 100 steps)
+#   c. compatrepro rehearse --device cuda on the six notebooks no GPU has rehearsed to the end (41, 42, 45, 54, 55, 56;
+#      the other 19 ran there on 2026-11-28), at the same time as
+#   d. compatrepro reproduce --scale tiny --device cuda --seeds 0 of RACT's six notebooks (40-45), timed
+#   (2026-11-28, one H200: the drain confirmed and put into decode_jpegs; b2, the CPU side of the reference path, measured
+#    there and dropped; all 25 rehearsals beside all 29 tiny runs left 6 rehearsals and every tiny run unfinished)
 # The wheels (Python 3.12, x86-64) are those of benchmarks/gpu_wheels.txt; on the development machine, once:
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -46,7 +47,7 @@ timeout 150 python3 benchmarks/gpu_loader_check.py 2>&1 | grep -v Warning | tail
 
 mark "b. bench: ResNet-50, batch 256, 2 epochs of 100 steps, 14 workers"
 mkdir -p /tmp/bench   # its JSON files travel in extras.tar.gz (at most 8 files come back)
-for mode in cpu gpu gpu-drained synthetic; do
+for mode in cpu gpu gpu-side-stream synthetic; do
   if [ $mode = synthetic ]; then flag=--synthetic; else flag="--loader $mode"; fi
   mark "b. bench $mode"
   timeout 75 python3 benchmarks/bench_train_steps.py --arch resnet50 --batch 256 --steps 100 --workers 14 $flag \
@@ -54,16 +55,13 @@ for mode in cpu gpu gpu-drained synthetic; do
   echo "bench $mode exit $?"
 done
 
-mark "b2. the reference data path alone on this machine's cores: original and pre-resized JPEGs, 0 and 14 workers"
-timeout 90 python3 benchmarks/bench_data_path.py --images 2000 --workers 14 2>&1 | tail -5
-
-mark "c+d. rehearse (jobs 8) and reproduce tiny seed 0 (jobs 6), side by side, until +555s"
+mark "c+d. rehearse 41, 42, 45, 54, 55, 56 (jobs 6) and reproduce tiny seed 0 of RACT (jobs 6), side by side, until +555s"
 R=$(left 555); echo "seconds left for c and d: $R"
 export COMPATREPRO_PROGRESS=0
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 5 > /tmp/smi.csv 2>&1 & SMI=$!
-( timeout -k 5 $R python3 -m compatrepro rehearse --device cuda --jobs 8 --threads 1 --out /tmp/rehearsal \
+( timeout -k 5 $R python3 -m compatrepro rehearse --device cuda --jobs 6 --threads 1 --out /tmp/rehearsal --only '^4[125]_' '^5[456]_' \
     --timeout $(( R - 25 )) 2>&1; echo "rehearse exit $?" ) > "$OUT/rehearse.log" 2>&1 & REH=$!
-( timeout -k 5 $R python3 -m compatrepro reproduce --scale tiny --device cuda --seeds 0 --jobs 6 --threads 1 \
+( timeout -k 5 $R python3 -m compatrepro reproduce --scale tiny --device cuda --seeds 0 --jobs 6 --threads 1 --only '^4[0-5]_' \
     --out /tmp/gpu_results --cache /tmp/gpu_cache 2>&1; echo "reproduce exit $?" ) > "$OUT/reproduce.log" 2>&1 & REP=$!
 while kill -0 $REH 2>/dev/null || kill -0 $REP 2>/dev/null; do sleep 30; mark "running: rehearse $(kill -0 $REH 2>/dev/null && echo on || echo done), reproduce $(kill -0 $REP 2>/dev/null && echo on || echo done)"; done
 wait $REH; wait $REP
@@ -73,7 +71,7 @@ tail -3 "$OUT/rehearse.log"; tail -3 "$OUT/reproduce.log"
 mark "summary"
 timeout 20 python3 - > "$OUT/summary.txt" 2>&1 <<'PY'
 import glob, json, os
-for title, pat in (('reproduce --scale tiny --device cuda --seeds 0', '/tmp/gpu_results/tiny/runs/*.json'),
+for title, pat in (('reproduce --scale tiny --device cuda --seeds 0 (RACT)', '/tmp/gpu_results/tiny/runs/*.json'),
                    ('rehearse --device cuda', '/tmp/rehearsal/**/runs/*.json')):
     fs = sorted(glob.glob(pat, recursive=True)); print(f'## {title}: {len(fs)} run records')
     tot = 0

@@ -21,15 +21,15 @@ from .pipeline import backbone_versions          # importing it registers every 
 from .report import claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts, DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, notebook_code_hash, run_library_changes, write_summary
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS',
-           'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
-           'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'pending_path',
-           'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'head_commit', 'unsettled_runs',
-           'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text', 'norm_item',
-           'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table', 'check_results',
-           'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'own_seconds', 'run_hours',
-           'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs', 'plan_wall',
-           'runs_to_do', 'reproduce']
+__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS',
+           'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks',
+           'strip_widgets', 'NotebookJob', 'execute_notebook', 'describe_status', 'run_notebooks', 'run_state',
+           'runs_of', 'pending_path', 'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks',
+           'head_commit', 'unsettled_runs', 'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending',
+           'pending_text', 'norm_item', 'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table',
+           'check_results', 'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'own_seconds',
+           'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs',
+           'plan_wall', 'runs_to_do', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -91,6 +91,8 @@ class NotebookJob:
         self.nb, self.out = Path(self.nb), Path(self.out)
         self.name = self.name or self.nb.stem
 
+KERNEL_START_TIMEOUT = 600   # s; papermill's 60 failed a run when 14 kernels started at once on 16 cores (2026-11-28)
+
 def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: str|Path|None = None) -> NotebookJob:
     "Run `job` with papermill in a subprocess; fill in `ok`, `error`, `seconds`."
     job.out.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +108,8 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
         tmp_nb = Path(td)/job.out.name            # papermill wants a .ipynb name
         pfile = Path(td)/'params.json'; pfile.write_text(json.dumps(job.params))
         cmd = [sys.executable, '-m', 'papermill', str(job.nb), str(tmp_nb), '-f', str(pfile), '--cwd', str(job.cwd or job.nb.parent),
-               '-k', 'python3', '--language', 'python', '--no-progress-bar']
+               '-k', 'python3', '--language', 'python', '--no-progress-bar',
+               '--start-timeout', str(KERNEL_START_TIMEOUT)]
         try:
             with open(log, 'w') as lf:
                 r = subprocess.run(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, timeout=job.timeout)
