@@ -125,7 +125,7 @@ def loader_choice(device, loader: str|None = None) -> str:
     else 'auto'): 'cpu', the reference (PIL and torchvision's transforms in the DataLoader workers); 'gpu', decoding and
     augmentation on `device` whatever it is (the CPU too); 'auto', the reference: on one H200 with 16 cores
     (2026-11-28, docs/benchmarks.md) ResNet-50 trained through the reference with 14 workers at 1,887 images/s and
-    through the device path at 1,395, so the device path pays only where the CPU has few cores for its GPU."""
+    through the device path at 1,395, the device path may pay where the CPU has few cores for its GPU (not measured)."""
     loader = (loader or os.environ.get('COMPATREPRO_LOADER') or 'auto').lower()
     if loader not in LOADERS: raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
     return 'cpu' if loader == 'auto' else loader
