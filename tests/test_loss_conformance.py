@@ -1,0 +1,254 @@
+"""Conformance of the training losses, and of FCT's training loop, with values computed by the authors' own code.
+
+Each `tests/conformance/losses_<paper>.json` holds the recipe of the inputs (numpy statements run here with `exec`),
+fingerprints of the arrays it makes, and per case the values the authors' code gave on them: the loss, and its
+gradient with respect to the new features (or the weights after FCT's epoch). They were computed outside the project
+(the file's `source` says which repository, commit, paths and exact calls, and how the code was run). FastFill has no
+public code: its file holds eqs. 3-5 transcribed literally, with gradients derived by hand. Where the package follows
+another reading than the authors' code, the case holds the package's current values and the reason (`difference`),
+and the test asserts those and that they still differ from the authors' (so a change on either side is noticed).
+"""
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compatrepro.losses as L
+from compatrepro.specs import backbone_spec, transformation_spec
+from compatrepro.train import TrainingInterrupted, _fit_transformation
+from test_metric_conformance import fingerprint
+
+HERE = Path(__file__).resolve().parent / 'conformance'
+TOL = 1e-12          # float64 cases: every agreeing value matches to ~1e-14
+
+
+def load(name: str) -> tuple[dict, dict]:
+    "The fixture `losses_<name>.json` and its regenerated inputs (bit-identical to the authors' run, by fingerprint)."
+    doc = json.loads((HERE / f'losses_{name}.json').read_text())
+    ns = {'np': np}
+    exec('\n'.join(doc['recipe']), ns)
+    for k, fp in doc['fingerprints'].items():
+        assert fingerprint(ns[k]) == fp, f"the recipe of losses_{name}.json no longer regenerates {k} (numpy changed its streams?)"
+    return doc, ns
+
+
+def case(doc: dict, name: str) -> dict:
+    return next(c for c in doc['cases'] if c['name'] == name)
+
+
+def value_and_grad(fn, x: np.ndarray) -> tuple[float, np.ndarray]:
+    "fn's value at x (float64) and its gradient d fn / d x."
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    v = fn(t)
+    v.backward()
+    return float(v.detach()), t.grad.numpy()
+
+
+def assert_agrees(ours: tuple, authors: dict, grad_key: str = 'grad_feat_new', value_key: str = 'loss', tol=TOL):
+    v, g = ours
+    assert v == pytest.approx(authors[value_key], abs=tol)
+    np.testing.assert_allclose(g, authors[grad_key], rtol=0, atol=tol)
+
+
+def assert_still_differs(ours: tuple, c: dict, grad_key: str = 'grad_feat_new', value_key: str = 'loss'):
+    "The package's values are the ones recorded, and they differ from the authors' in value or in gradient."
+    v, g = ours
+    now = c['package_current']
+    assert v == pytest.approx(now[value_key], abs=TOL)
+    np.testing.assert_allclose(g, now[grad_key], rtol=0, atol=TOL)
+    a = c['authors']
+    same = math.isclose(v, a[value_key], abs_tol=1e-9) and np.allclose(g, a[grad_key], rtol=0, atol=1e-9)
+    assert not same, f"{c['name']}: the package now agrees with the authors' code; move the case to the agreeing tests"
+
+
+# ---------------------------------------------------------------- RACT: TencentARC/OpenCompatible
+RACT, R = load('ract')
+R_T = lambda k: torch.tensor(R[k])
+R_Y = torch.tensor(R['labels'])
+RACT_AGREE = {
+    'contra_tau0.05': lambda f: L.comp_loss(f, R_T('feat_old'), R_Y, tau=0.05),
+    'contra_tau0.01_gather_all': lambda f: L.comp_loss(f, R_T('feat_old'), R_Y, tau=0.01),
+    'contra_ract_tau0.05': lambda f: L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05),
+    'bct_point2center': lambda f: L.bct_influence_loss(f, R_T('W_old'), R_Y),
+    'lwf_temp0.01': lambda f: L.lwf_loss(f @ R_T('W_old').T, R_T('feat_old') @ R_T('W_old').T, T=0.01),
+    'lwf_temp2': lambda f: L.lwf_loss(f @ R_T('W_old').T, R_T('feat_old') @ R_T('W_old').T, T=2.),
+    'fd_alpha1_beta5': lambda f: L.focal_distillation_loss(f, R_T('feat_old'), (f @ R_T('W_new').T).argmax(1) == R_Y,
+                                                           alpha=1., beta=5.),
+}
+RACT_DIFFER = {
+    'contra_ract_tau0.05_gather_all': lambda f: L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05),
+    'triplet_top3': lambda f: L.comp_triplet_loss(f, R_T('feat_old'), R_Y, m=0.8),
+    'triplet_ract_top3': lambda f: L.ra_comp_triplet_loss(f, R_T('feat_old'), R_Y, m=0.8),
+    'l2': lambda f: L.l2_regression_loss(f, R_T('feat_old')),
+}
+
+
+@pytest.mark.parametrize('name', RACT_AGREE)
+def test_ract_loss_agrees_with_opencompatible(name):
+    assert_agrees(value_and_grad(RACT_AGREE[name], R['feat_new']), case(RACT, name)['authors'])
+
+
+@pytest.mark.parametrize('name', RACT_DIFFER)
+def test_ract_loss_reading_differs_from_opencompatible(name):
+    assert_still_differs(value_and_grad(RACT_DIFFER[name], R['feat_new']), case(RACT, name))
+
+
+def test_ra_comp_with_detached_keys_is_opencompatibles_gather_all():
+    "The one difference of eq. 6 under gather_all: OpenCompatible's all_gather gives the new-to-new keys no gradient."
+    def detached_keys(f):
+        return L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05, keys=(f.detach(), R_T('feat_old'), R_Y))
+    assert_agrees(value_and_grad(detached_keys, R['feat_new']), case(RACT, 'contra_ract_tau0.05_gather_all')['authors'])
+
+
+def test_ract_l2_is_mse_of_unit_features():
+    "OpenCompatible's l2 is nn.MSELoss of the L2-normalised features: eq. 3's half squared distance times 2/d of unit ones."
+    d = R['feat_new'].shape[1]
+    def mse_of_unit(f): return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(R_T('feat_old'), dim=1))
+    assert_agrees(value_and_grad(mse_of_unit, R['feat_new']), case(RACT, 'l2')['authors'])
+
+
+# ---------------------------------------------------------------- BCT: YantaoShen/openBCT
+BCT, B = load('bct')
+B_T = lambda k: torch.tensor(B[k])
+B_Y = torch.tensor(B['labels'])
+C_OLD = len(B['old_of_new'])
+
+
+def new_ce(f):
+    "openBCT's criterion(output, target): the new classifier's cross-entropy, part of the loss whose gradient it gives."
+    return F.cross_entropy(L.linear_logits(f, B_T('W_new'), B_T('b_new')), B_Y)
+
+
+def test_bct_influence_on_old_classes_agrees_with_openbct():
+    "eq. 8 with the old classifier (weight, bias) on the samples of old classes, mapped new -> old as n2o_map does."
+    old = B_Y < C_OLD
+    rows = B_T('old_of_new')[B_Y[old]]
+    c = case(BCT, 'influence_old_classifier_old_classes')['authors']
+    v, g = value_and_grad(lambda f: new_ce(f) + L.bct_influence_loss(f[old], B_T('W_old'), rows, B_T('b_old')), B['feat_new'])
+    assert v == pytest.approx(c['ce_new'] + c['influence'], abs=TOL)
+    np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
+
+
+def test_bct_synthesised_classifier_agrees_with_openbct():
+    "sec. 2.5: the class means of the old model's L2-normalised features (openBCT's ClassifierGenerator), every class."
+    c = case(BCT, 'influence_synthesised_every_class')['authors']
+    W = L.synthesized_classifier(B_T('feat_old'), B_Y, range(len(c['W_syn'])), normalize=True)
+    np.testing.assert_allclose(W.numpy(), c['W_syn'], rtol=0, atol=TOL)
+    W32 = W.float().double()    # openBCT loads the .npy with .float(): its old_fc holds float32-rounded weights
+    v, g = value_and_grad(lambda f: new_ce(f) + L.bct_influence_loss(f, W32, B_Y), B['feat_new'])
+    assert v == pytest.approx(c['ce_new'] + c['influence'], abs=TOL)
+    np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
+
+
+def test_bct_lwf_agrees_with_openbct():
+    "openBCT's --lwf: plain softmax (T = 1) of the frozen old classifier on phi_new against it on the unit phi_old."
+    c = case(BCT, 'lwf')['authors']
+    z_old = L.linear_logits(F.normalize(B_T('feat_old'), dim=1), B_T('W_old'), B_T('b_old'))
+    def loss(f): return new_ce(f) + L.lwf_loss(L.linear_logits(f, B_T('W_old'), B_T('b_old')), z_old, T=1.)
+    v, g = value_and_grad(loss, B['feat_new'])
+    assert v == pytest.approx(c['ce_new'] + float(L.lwf_loss(L.linear_logits(B_T('feat_new'), B_T('W_old'), B_T('b_old')),
+                                                                z_old, T=1.)), abs=TOL)
+    np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
+
+
+def test_bct_l2_is_mse_of_unit_features_and_differs_from_eq3():
+    "openBCT's l2 baseline (--l2 --use-feat) is nn.MSELoss of unit features; the package's l2 term is eq. 3 on the raw ones."
+    c = case(BCT, 'l2_same_dims')
+    d = B['feat_new'].shape[1]
+    def mse_of_unit(f): return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(B_T('feat_old'), dim=1))
+    assert_agrees(value_and_grad(mse_of_unit, B['feat_new']), c['authors'], value_key='l2')
+    assert_still_differs(value_and_grad(lambda f: 2 / d * L.l2_regression_loss(f, B_T('feat_old')), B['feat_new']), c,
+                         value_key='l2')
+
+
+# ---------------------------------------------------------------- FastFill: eqs. 3-5 (no public code)
+FF, FFI = load('fastfill')
+
+
+def test_fastfill_eq5_agrees_with_the_equation():
+    c = case(FF, 'eq5_l2_disc_uncert')['authors']
+    h = torch.tensor(FFI['h'], requires_grad=True)
+    s = torch.tensor(FFI['log_sigma2'], requires_grad=True)
+    per = L.l2_disc_loss(h, torch.tensor(FFI['phi_new']), L.linear_logits(h, torch.tensor(FFI['W']), torch.tensor(FFI['b'])),
+                         torch.tensor(FFI['y']), eps=FFI['eps'], reduction='none')
+    np.testing.assert_allclose(L.fct_l2_loss(h, torch.tensor(FFI['phi_new']), reduction='none').detach().numpy(), c['l2'],
+                               rtol=0, atol=TOL)
+    loss = L.fastfill_uncertainty_loss(per, s, d=FFI['d'])
+    assert L.fastfill_lambda(FFI['d']) == pytest.approx(FFI['lam'])
+    loss.backward()
+    assert float(loss) == pytest.approx(c['loss'], abs=TOL)
+    np.testing.assert_allclose(h.grad.numpy(), c['grad_h'], rtol=0, atol=TOL)
+    np.testing.assert_allclose(s.grad.numpy(), c['grad_log_sigma2'], rtol=0, atol=TOL)
+
+
+def test_fastfill_eq4_agrees_with_the_equation():
+    c = case(FF, 'eq4_l2_uncert')['authors']
+    s = torch.tensor(FFI['log_sigma2'])
+    def eq4(h): return L.fastfill_uncertainty_loss(L.fct_l2_loss(h, torch.tensor(FFI['phi_new']), reduction='none'), s,
+                                                   d=FFI['d'])
+    assert_agrees(value_and_grad(eq4, FFI['h']), c, grad_key='grad_h')
+
+
+# ---------------------------------------------------------------- FCT: apple/ml-fct, the loss and one epoch of its loop
+FCT, FI = load('fct')
+
+
+def fct_spec():
+    "The package's FCT recipe (FastFill App. A.2 / ml-fct's config) for a 4 -> 4 transformation 8 wide, batches of 16."
+    old, new = backbone_spec('imagenet-500', 'paper'), backbone_spec('imagenet-1000', 'paper')
+    return transformation_spec(old, new, 'l2', inner_dim=8, side_info=old, batch_size=16)
+
+
+def test_fct_recipe_is_mlfcts():
+    s = fct_spec()
+    assert (s.optimizer, s.lr, s.weight_decay, s.epochs, s.warmup_epochs, s.freeze_bn_epoch, s.lr_steps_per) == \
+        ('adam', 5e-4, 3.0517578125e-05, 80, 5., 40, 'epoch')        # configs/*_transformation.yaml, train_transformation.py
+
+
+def test_fct_loss_is_d_times_mlfcts_mse():
+    "ml-fct's criterion is nn.MSELoss (a mean over the d dimensions too); the package's is FastFill's squared norm."
+    c = case(FCT, 'loss_first_batch')
+    o, n, s = (torch.tensor(FI[k][:16]) for k in ('phi_old', 'phi_new', 'side'))
+    import compatrepro.models as M
+    from compatrepro.core import seed_everything
+    seed_everything(fct_spec().seed)
+    net = M.make_transformation('fct', old_dim=4, new_dim=4, side_dim=4, inner_dim=8).train()
+    init = np.concatenate([v.double().numpy().ravel() for v in net.state_dict().values()])
+    assert fingerprint(init) == FCT['initial_state_fingerprint'], "the package draws other initial weights: remake the fixture"
+    loss = L.fct_l2_loss(net(o, s), n)
+    assert float(loss) == pytest.approx(FI['D'] * c['authors']['loss'], rel=1e-6)
+    assert float(loss) == pytest.approx(c['package_current']['loss'], rel=1e-6)
+
+
+def fct_epoch_state() -> dict:
+    "The package's trainer loop (`_fit_transformation`) for one epoch of the fixture's three batches, in their order."
+    spec = fct_spec()
+    T = lambda k, i: torch.tensor(FI[k][i:i + 16])
+    def batches(epoch):
+        for i in range(0, 48, 16):
+            yield T('phi_old', i), T('phi_new', i), torch.tensor(FI['labels'][i:i + 16]), T('side', i)
+    ck = Path(tempfile.mkdtemp()) / 'fct.pt'
+    with pytest.raises(TrainingInterrupted):      # stop_after=1 checkpoints the epoch and stops
+        _fit_transformation(spec, (4, 4, 4), 3, batches, None, ck, torch.device('cpu'), 1, False)
+    return torch.load(ck, weights_only=False)
+
+
+def test_fct_epoch_equals_mlfcts_loop_with_the_squared_norm_and_differs_with_its_mse():
+    "The loop (Adam, weight decay, warm-up lr of epoch 0, BatchNorm in training mode) is ml-fct's; the criterion is not."
+    ck = fct_epoch_state()
+    sq, mse = case(FCT, 'one_epoch_squared_norm'), case(FCT, 'one_epoch_mse')
+    assert ck['history'][0]['loss'] == pytest.approx(sq['authors']['epoch_loss'], rel=1e-6)
+    gap = lambda c: max(float(np.abs(ck['model'][k].double().numpy() - np.array(v)).max())
+                        for k, v in c['authors']['state_after'].items())
+    assert set(sq['authors']['state_after']) == set(ck['model'])
+    assert gap(sq) <= 2e-7                            # float32 rounding: the same three steps
+    assert gap(mse) >= 3e-7                           # ml-fct's own criterion: weight decay weighs d times more
+    assert gap(mse) == pytest.approx(mse['package_current']['max_abs_weight_difference'], rel=0.05)
