@@ -252,3 +252,42 @@ def test_fct_epoch_equals_mlfcts_loop_with_the_squared_norm_and_differs_with_its
     assert gap(sq) <= 2e-7                            # float32 rounding: the same three steps
     assert gap(mse) >= 3e-7                           # ml-fct's own criterion: weight decay weighs d times more
     assert gap(mse) == pytest.approx(mse['package_current']['max_abs_weight_difference'], rel=0.05)
+
+
+# ---------------------------------------------------------------- BCT: one training step of openBCT's train()
+STEP = json.loads((HERE / 'bct_step_openbct.json').read_text())
+
+
+def test_bct_step_equals_openbcts_train():
+    "new-beta's first SGD step (CE + eq. 8 on the old classes' samples, momentum, weight decay) from the same weights and batch."
+    from _doubles import TinyDataset
+    from compatrepro.specs import CompatSpec, BackboneSpec
+    from compatrepro.train import initial_model, train_backbone
+    ns = {'np': np}
+    exec('\n'.join(STEP['recipe']), ns)
+    for k, fp in STEP['fingerprints'].items(): assert fingerprint(ns[k]) == fp, k
+
+    def dataset(old_classes_only: bool):
+        ds = TinyDataset(n=18, c=6, size=16)
+        ds.images, ds.labels = torch.from_numpy(ns['images']), ns['labels']
+        if old_classes_only:
+            keep = ds.labels < 3
+            ds.images, ds.labels = ds.images[torch.from_numpy(keep)], ds.labels[keep]
+        ds.classes = np.unique(ds.labels)
+        return ds
+    common = STEP['specs']['common']
+    old_spec = BackboneSpec(split='imagenet-500', **common)
+    spec = BackboneSpec(split='imagenet-1k', compat=CompatSpec('bct', old_spec), **common)
+    new0 = initial_model(spec, dataset(False))
+    init = np.concatenate([v.double().numpy().ravel() for v in new0.state_dict().values()])
+    assert fingerprint(init) == STEP['initial_state_fingerprint'], "the package draws other initial weights: remake the fixture"
+    art = train_backbone(spec, dataset(False), initial_model(old_spec, dataset(True)).eval(), device='cpu', num_workers=0,
+                         show_progress=False)
+    assert art['history'][0]['loss'] == pytest.approx(STEP['authors']['ce_new'] + STEP['authors']['influence'], rel=1e-6)
+    ref = np.load(HERE / 'bct_step_openbct.npz')
+    sd = art['model']['state_dict']
+    assert set(ref.files) == set(sd)
+    for k in ref.files:
+        np.testing.assert_allclose(sd[k].double().numpy(), ref[k], rtol=0, atol=2e-7, err_msg=k)
+    moved = max(float(np.abs(sd[k].double().numpy() - new0.state_dict()[k].double().numpy()).max()) for k in ref.files)
+    assert moved > 1e-3                               # the step moved the weights far more than the tolerance
