@@ -4,7 +4,8 @@ Each `tests/conformance/losses_<paper>.json` holds the recipe of the inputs (num
 fingerprints of the arrays it makes, and per case the values the authors' code gave on them: the loss, and its
 gradient with respect to the new features (or the weights after FCT's epoch). They were computed outside the project
 (the file's `source` says which repository, commit, paths and exact calls, and how the code was run). FastFill has no
-public code: its file holds eqs. 3-5 transcribed literally, with gradients derived by hand. Where the package follows
+public code: its file holds eqs. 3-5 transcribed literally, with gradients derived by hand; RM has none either:
+its file holds eqs. 9-14 written as loops over anchors, with gradients by central differences. Where the package follows
 another reading than the authors' code, the case holds the package's current values and the reason (`difference`),
 and the test asserts those and that they still differ from the authors' (so a change on either side is noticed).
 """
@@ -197,6 +198,30 @@ def test_fastfill_eq4_agrees_with_the_equation():
     assert_agrees(value_and_grad(eq4, FFI['h']), c, grad_key='grad_h')
 
 
+# ---------------------------------------------------------------- RM: eqs. 9-14 (no public code)
+RM, RMI = load('rm')
+RM_TERMS = {'rqt': lambda r, n, y, kw: L.rqt_loss(r, n.new_tensor(RMI['phi_old']), dist=kw['dist']),
+            'cl': lambda r, n, y, kw: L.cl_loss(r, r.new_tensor(RMI['phi_old']), y, **kw),
+            'cl_m': lambda r, n, y, kw: L.cl_m_loss(r, r.new_tensor(RMI['phi_old']), n, y, **kw),
+            'mcl': lambda r, n, y, kw: L.mcl_loss(r, r.new_tensor(RMI['phi_old']), n, y, **kw)}
+
+
+@pytest.mark.parametrize('term', RM_TERMS)
+@pytest.mark.parametrize('name', [c['name'] for c in RM['cases']])
+def test_rm_loss_agrees_with_the_equations(name, term):
+    "Value to 1e-12; gradients to 1e-8, the reference's being central differences."
+    c = case(RM, name)
+    a = c['authors'][term]
+    r = torch.tensor(RMI['phi_rev'], requires_grad=True)
+    n = torch.tensor(RMI['phi_new'], requires_grad=True)
+    v = RM_TERMS[term](r, n, torch.tensor(RMI['y']), dict(dist=c['dist'], tau=RMI['tau'], mine=c['mine']))
+    v.backward()
+    assert float(v) == pytest.approx(a['loss'], abs=TOL)
+    np.testing.assert_allclose(r.grad.numpy(), a['grad_phi_rev'], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(np.zeros_like(RMI['phi_new']) if n.grad is None else n.grad.numpy(), a['grad_phi_new'],
+                               rtol=0, atol=1e-8)
+
+
 # ---------------------------------------------------------------- FCT: apple/ml-fct, the loss and one epoch of its loop
 FCT, FI = load('fct')
 
@@ -291,3 +316,24 @@ def test_bct_step_equals_openbcts_train():
         np.testing.assert_allclose(sd[k].double().numpy(), ref[k], rtol=0, atol=2e-7, err_msg=k)
     moved = max(float(np.abs(sd[k].double().numpy() - new0.state_dict()[k].double().numpy()).max()) for k in ref.files)
     assert moved > 1e-3                               # the step moved the weights far more than the tolerance
+
+
+def test_bct_syn_builds_another_classifier_than_openbct():
+    """openBCT's --generate-cls synthesises every class's row, old classes too; the package's bct-syn keeps the old
+    model's learned rows for the old classes and appends the new classes' synthesised rows at the learned rows' mean
+    norm (docs/conformance.md). Same loss on the same classifier; another classifier."""
+    from compatrepro.specs import CompatSpec
+    from compatrepro.train import CompatTerm, _IdentityBackbone
+    W_syn = np.array(case(BCT, 'influence_synthesised_every_class')['authors']['W_syn'])
+    old = _IdentityBackbone(B['feat_old'].shape[1], range(C_OLD))
+    with torch.no_grad():
+        old.head.weight.copy_(B_T('W_old')); old.head.bias.copy_(B_T('b_old'))
+    class Train:
+        classes = np.arange(len(W_syn))
+    term = CompatTerm(CompatSpec('bct-syn', backbone_spec('imagenet-500', 'tiny')), old, torch.arange(len(W_syn)), Train(),
+                      feature_fn=lambda model, ds: (B_T('feat_old'), B_Y))
+    W = term.W.double().numpy()
+    np.testing.assert_allclose(W[:C_OLD], B['W_old'], rtol=0, atol=1e-6)           # the learned rows, not synthesised ones
+    assert np.abs(W[:C_OLD] - W_syn[:C_OLD]).max() > 0.1
+    unit = W_syn[C_OLD:] / np.linalg.norm(W_syn[C_OLD:], axis=1, keepdims=True)
+    np.testing.assert_allclose(W[C_OLD:], unit * np.linalg.norm(B['W_old'], axis=1).mean(), rtol=0, atol=1e-5)
