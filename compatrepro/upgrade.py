@@ -4,6 +4,7 @@
 
 # %% ../nbs/97_upgrade.ipynb #8c9ad8b6
 from __future__ import annotations
+import pickle, zipfile
 from pathlib import Path
 from typing import Mapping, NamedTuple
 
@@ -56,9 +57,23 @@ UPGRADE_RM_BLOCKS = 2   # RM's psi and rho blocks (App. B.2: CIFAR-100, Market-1
 
 # %% ../nbs/97_upgrade.ipynb #d643689b
 def _label_vector(y, n: int, name: str, of: str) -> np.ndarray:
+    """`y` as one label per row of `of`, integers or strings: strings kept as Python objects (a pandas column's
+    `.values`) become strings, floats that are whole numbers integers; other labels are refused, naming the array."""
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n:
         raise ValueError(f"{name} must hold one label per row of {of} ({n}), got shape {y.shape}")
+    if y.dtype == object:
+        if all(isinstance(v, str) for v in y): return y.astype(str)
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in y): return y.astype(np.int64)
+        types = sorted({type(v).__name__ for v in y})
+        raise ValueError(f"{name} holds Python objects of types {types}: labels are all integers or all strings; "
+                         f"save them as strings ({name}.astype(str))")
+    if y.dtype.kind == 'f':
+        if not (whole := np.isfinite(y) & (y == np.round(y))).all():
+            raise ValueError(f"{name} holds numbers that are not whole ({y[~whole][0]} first): labels are integers or "
+                             "strings that name classes; check that it is the labels' array")
+        return y.astype(np.int64)
+    if y.dtype.kind not in 'biuUS': raise ValueError(f"{name} has dtype {y.dtype}: labels are integers or strings")
     return y
 
 # %% ../nbs/97_upgrade.ipynb #362fab9c
@@ -88,6 +103,9 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
                          + ', '.join(f'{p}<name>' for p in UPGRADE_PREFIXES))
     if (missing := [k for k in UPGRADE_REQUIRED if k not in F]):
         raise ValueError("missing array(s): " + '; '.join(f'{k}: {UPGRADE_ARRAYS[k]}' for k in missing))
+    if (objects := [k for k, v in F.items() if getattr(v, 'dtype', None) == object and not k.endswith('_labels')]):
+        raise ValueError(f"{objects[0]} holds Python objects (dtype object), not numbers: save it as numbers, e.g. "
+                         f"np.asarray({objects[0]}, dtype=np.float32) (only labels may be strings)")
     for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits', 'train_old', 'train_new', 'new_classifier'):
         if k in F: F[k] = as_features(F[k], k, device=dev)
     n = len(F['gallery_old'])
@@ -131,14 +149,44 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
     return F
 
 # %% ../nbs/97_upgrade.ipynb #67d25851
+class _PlainValues(pickle.Unpickler):
+    "Unpickles numpy arrays of strings and numbers, and refuses every other class: no code of the file runs."
+    ALLOWED = {('numpy', 'ndarray'), ('numpy', 'dtype')} | {
+        (m, f) for m in ('numpy.core.multiarray', 'numpy._core.multiarray') for f in ('_reconstruct', 'scalar')}
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not a string or a number")
+        return super().find_class(module, name)
+
+def _npz_arrays(path: Path) -> dict:
+    """The arrays of the .npz file `path` by name. numpy.savez pickles an array of Python objects (labels saved as
+    strings with dtype=object): such an array is read by `_PlainValues`, which builds strings and numbers alone."""
+    with open(path, 'rb') as f: npy = f.read(6) == b'\x93NUMPY'
+    what = 'a .npy file of one array, numpy.save' if npy else 'not a zip archive'
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not an .npz file ({what}): save the upgrade's arrays by name, "
+                         "numpy.savez(path, gallery_old=..., gallery_new=..., gallery_labels=...)")
+    out, fmt = {}, np.lib.format
+    with np.load(path, allow_pickle=False) as z:
+        for k in z.files:
+            if f'{k}.npy' not in z.zip.namelist():
+                raise ValueError(f"{path} holds {k}, which is not an array of numpy.savez")
+            with z.zip.open(f'{k}.npy') as f:
+                header = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
+                if not header(f)[2].hasobject: out[k] = z[k]; continue
+                try: out[k] = _PlainValues(f).load()
+                except pickle.UnpicklingError as e:
+                    raise ValueError(f"{k} holds Python objects other than strings and numbers ({e}): save it as an "
+                                     "array of numbers, or of strings (.astype(str))") from None
+    return out
+
 def load_upgrade_features(path: str|Path, device=None) -> dict:
     "`upgrade_features` of the arrays in the `.npz` file `path` (`numpy.savez(path, gallery_old=..., ...)`), on `device`."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such file (an .npz of the upgrade's arrays, numpy.savez)")
-    try:
-        with np.load(path, allow_pickle=False) as z: arrays = {k: z[k] for k in z.files}
-    except (ValueError, OSError) as e:
-        raise ValueError(f"{path} is not an .npz file of arrays (numpy.savez): {e}") from None
+    try: arrays = _npz_arrays(path)
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path} cannot be read as an .npz file of arrays (numpy.savez): {e}") from None
     return upgrade_features(arrays, device)
 
 # %% ../nbs/97_upgrade.ipynb #4ff4f75b
