@@ -4,7 +4,8 @@
 
 # %% ../nbs/97_upgrade.ipynb #8c9ad8b6
 from __future__ import annotations
-import pickle, zipfile
+import os, pickle, zipfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Mapping, NamedTuple
 
@@ -347,6 +348,7 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     recipe, e.g. `epochs`) and evaluated beside the upgrade as given. With `out`, writes compatibility.csv, curves.csv,
     summary.csv and curves.png there (only the first where there are no curves: `note` says why), and each
     transformation as transformation_<method>.pt (`torch.load`, then `load_transformation`)."""
+    if out is not None: _check_report_folder(Path(out))   # before any work: a report that cannot be written loses it
     F = (load_upgrade_features if isinstance(features, (str, Path)) else upgrade_features)(features, device)
     if int(points) != points or points < 2: raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
     for m in transforms: upgrade_transformation_spec(F, m, seed, distance, **transform_overrides)   # bad input fails before any training
@@ -368,22 +370,37 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     import matplotlib.pyplot as plt; plt.close(fig)    # returned, not shown: the caller saves or displays it
     return _written(UpgradeReport(compat, curves, curve_summary(curves), fig, why, arts), out)
 
+def _check_report_folder(out: Path):
+    "Refuse the report folder `out` when its files could not be written there: it is a file, or no folder can be made."
+    there = next(p for p in (out, *out.parents) if p.exists())    # `out`, or the folder it would be made in
+    if there == out and not out.is_dir():
+        raise ValueError(f"the report folder {out} is a file: name a folder for the report (a new one, or an earlier "
+                         "report's)")
+    if not there.is_dir(): raise ValueError(f"the report folder {out} cannot be made: {there} is a file")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise ValueError(f"the report folder {out} cannot be written: you may not write in {there}")
+
+def _file_mode() -> int:
+    "The mode open() gives a new file under this process's umask (0o644 under 0o022); mkstemp's temporaries have 0o600."
+    umask = os.umask(0); os.umask(umask)
+    return 0o666 & ~umask
+
 def _written(r: UpgradeReport, out) -> UpgradeReport:
-    "`r`, its tables and figure written to the folder `out` first (each file whole or not at all), if `out` is given."
+    """`r`, its tables, figure and transformations written to the folder `out` first, if `out` is given: each to a
+    temporary file beside its own, with the mode open() would give it, all renamed onto theirs once all are written (a
+    failure leaves an earlier report as it was); then an earlier report's files that this one has not are removed."""
     if out is None: return r
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    tables = {'compatibility': r.compatibility}
-    if r.curves: tables |= {'summary': r.summary, 'curves': pd.concat(r.curves, names=['curve'])}
-    else:    # no curves: none of an earlier report may be left beside this one's table
-        for f in ('summary.csv', 'curves.csv', 'curves.png'): (out/f).unlink(missing_ok=True)
-    for name, df in tables.items():
-        with atomic_path(out/f'{name}.csv') as tmp: df.to_csv(tmp)
-    for f in out.glob('transformation_*.pt'):     # an earlier report's, not this one's
-        if f.stem[len('transformation_'):] not in r.transformations: f.unlink()
-    for m, art in r.transformations.items():
-        with atomic_path(out/f'transformation_{m}.pt') as tmp: torch.save(art, tmp)
-    if r.figure is not None:
-        with atomic_path(out/'curves.png') as tmp: r.figure.savefig(tmp, dpi=120, format='png')
+    writers = {'compatibility.csv': r.compatibility.to_csv}
+    if r.curves: writers |= {'summary.csv': r.summary.to_csv, 'curves.csv': pd.concat(r.curves, names=['curve']).to_csv}
+    writers |= {f'transformation_{m}.pt': lambda p, art=art: torch.save(art, p) for m, art in r.transformations.items()}
+    if r.figure is not None: writers['curves.png'] = lambda p: r.figure.savefig(p, dpi=120, format='png')
+    mode = _file_mode()
+    with ExitStack() as files:
+        for name, write in writers.items():
+            tmp = files.enter_context(atomic_path(out/name)); write(tmp); os.chmod(tmp, mode)
+    for f in [out/'summary.csv', out/'curves.csv', out/'curves.png', *out.glob('transformation_*.pt')]:
+        if f.name not in writers: f.unlink(missing_ok=True)
     return r
 
 # %% ../nbs/97_upgrade.ipynb #793b105a
