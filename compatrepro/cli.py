@@ -4,7 +4,7 @@
 
 # %% ../nbs/98_cli.ipynb #62297073
 from __future__ import annotations
-import argparse, os, sys
+import argparse, contextlib, os, sys
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +127,16 @@ def _upgrade_description() -> str:
             "arrays (numpy.savez; the first three are required):\n\n"
             + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:{w}s}', subsequent_indent=' ' * (w + 2)) for k, v in rows))
 
+@contextlib.contextmanager
+def _no_bars_unless(show: bool):
+    "No tqdm bar while the block runs unless `show` (`COMPATREPRO_PROGRESS=0`: `00_core`'s `progress`)."
+    before = os.environ.get('COMPATREPRO_PROGRESS')
+    if not show: os.environ['COMPATREPRO_PROGRESS'] = '0'
+    try: yield
+    finally:
+        if before is None: os.environ.pop('COMPATREPRO_PROGRESS', None)
+        else: os.environ['COMPATREPRO_PROGRESS'] = before
+
 def main(argv: list[str]|None = None) -> int:
     "Entry point of the `compatrepro` console script."
     ap = argparse.ArgumentParser(prog='compatrepro', description='Reproduce BCT, RACT, FastFill/FCT and RM.')
@@ -220,8 +230,11 @@ def main(argv: list[str]|None = None) -> int:
             try: get_device(a.device)
             except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
             if a.transform_epochs is not None and a.transform_epochs < 1: raise ValueError(f"--transform-epochs must be >= 1, got {a.transform_epochs}")
-            r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed, Path(a.features).name, a.device,
-                               tuple(a.transform), **({} if a.transform_epochs is None else {'epochs': a.transform_epochs}))
+            bars = sys.stderr.isatty() and os.environ.get('COMPATREPRO_PROGRESS', '1') != '0'   # piped: bars fill it
+            with _no_bars_unless(bars):
+                r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed,
+                                   Path(a.features).name, a.device, tuple(a.transform), bars,
+                                   **({} if a.transform_epochs is None else {'epochs': a.transform_epochs}))
             with pd.option_context('display.width', 200, 'display.max_rows', 500):
                 n, skipped = r.compatibility.attrs['n_queries'], r.compatibility.attrs['n_skipped']
                 print(f"\nEach (query model, gallery model) pair, percent of {n - skipped} queries"
