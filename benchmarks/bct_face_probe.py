@@ -17,6 +17,7 @@ and on IJB-C's 1:1 images (unseen), as `bct_seen_unseen.py` measures it.
     python benchmarks/bct_face_probe.py --seeds 0 1 2 --out benchmarks/bct_face_probe.csv
 
 Models come from the artifact cache ($COMPATREPRO_CACHE; trained there first: about 25 minutes a seed on one thread)."""
+
 import argparse, os
 from dataclasses import replace
 
@@ -29,8 +30,11 @@ POINTS = ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2', 'rank1')
 def rank1(query, gallery, labels, seed: int, max_images: int = 3000) -> float:
     "Leave-one-out rank-1 (cosine) of `query` features against `gallery` features of the same images, in percent."
     from compatrepro.metrics import retrieval_hits
+
     keep = np.sort(np.random.default_rng(seed).permutation(len(labels))[:max_images])
-    hits = retrieval_hits(query[keep], gallery[keep], labels[keep], labels[keep], k=1, distance='cosine', query_is_gallery=True)
+    hits = retrieval_hits(
+        query[keep], gallery[keep], labels[keep], labels[keep], k=1, distance='cosine', query_is_gallery=True
+    )
     return 100 * float(hits.mean())
 
 
@@ -39,13 +43,16 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
     from compatrepro.experiments import update_specs, BASELINES
     from compatrepro.pipeline import get_features
     from compatrepro.bct import face_features, face_data, face_test
+
     P = ExperimentParams(seed=seed, scale=scale, device='cpu')
     set_context(RunContext.from_env(device='cpu', progress=False))
-    specs = update_specs(P, 'imdbface-50', 'imdbface', list(MODELS))            # 30's specs
+    specs = update_specs(P, 'imdbface-50', 'imdbface', list(MODELS))  # 30's specs
     old2 = replace(specs['old'], epochs=2 * specs['old'].epochs)
-    olds = {f"old, {specs['old'].epochs} epochs (the recipe)": specs,
-            f"old, {old2.epochs} epochs": {'old': old2, 'new': specs['new']} |
-                                          {m: replace(specs['new'], compat=BASELINES[m](old2)) for m in MODELS}}
+    olds = {
+        f"old, {specs['old'].epochs} epochs (the recipe)": specs,
+        f"old, {old2.epochs} epochs": {'old': old2, 'new': specs['new']}
+        | {m: replace(specs['new'], compat=BASELINES[m](old2)) for m in MODELS},
+    }
     data = face_data(P)
     rows = []
     for old_name, S in olds.items():
@@ -63,8 +70,11 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
             row['rank1 seen'] = rank1(seen[a]['features'], seen[b]['features'], seen[a]['labels'].numpy(), seed)
             row['rank1 unseen'] = rank1(unseen[a]['features'], unseen[b]['features'], unseen[a]['labels'].numpy(), seed)
             rows.append(row)
-            print(f"seed {seed} | {old_name} | {pair:22s} " + ' '.join(f'{k} {v:6.2f}' for k, v in row.items()
-                                                                        if k not in ('seed', 'old_model', 'pair')), flush=True)
+            print(
+                f"seed {seed} | {old_name} | {pair:22s} "
+                + ' '.join(f'{k} {v:6.2f}' for k, v in row.items() if k not in ('seed', 'old_model', 'pair')),
+                flush=True,
+            )
     return rows
 
 
@@ -74,15 +84,19 @@ def main(argv=None):
     ap.add_argument('--cache', help='artifact cache (default: $COMPATREPRO_CACHE)')
     ap.add_argument('--out', default='benchmarks/bct_face_probe.csv')
     ap.add_argument('--threads', type=int, default=1, help="torch threads (1, as compatrepro reproduce trains)")
-    ap.add_argument('--scale', default='tiny', choices=('tiny', 'smoke'), help="'smoke': a few seconds, to check it runs")
+    ap.add_argument(
+        '--scale', default='tiny', choices=('tiny', 'smoke'), help="'smoke': a few seconds, to check it runs"
+    )
     a = ap.parse_args(argv)
-    if a.cache: os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
+    if a.cache:
+        os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
     import torch
+
     torch.set_num_threads(a.threads)
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale)
-        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')       # each finished seed is kept
+        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
 
 
 if __name__ == '__main__':

@@ -9,6 +9,7 @@ its file holds eqs. 9-14 written as loops over anchors, with gradients by centra
 another reading than the authors' code, the case holds the package's current values and the reason (`difference`),
 and the test asserts those and that they still differ from the authors' (so a change on either side is noticed).
 """
+
 import json
 import math
 import os
@@ -28,7 +29,7 @@ from compatrepro.train import TrainingInterrupted, _fit_transformation
 from test_metric_conformance import fingerprint
 
 HERE = Path(__file__).resolve().parent / 'conformance'
-TOL = 1e-12          # float64 cases: every agreeing value matches to ~1e-14
+TOL = 1e-12  # float64 cases: every agreeing value matches to ~1e-14
 
 
 def load(name: str) -> tuple[dict, dict]:
@@ -37,7 +38,9 @@ def load(name: str) -> tuple[dict, dict]:
     ns = {'np': np}
     exec('\n'.join(doc['recipe']), ns)
     for k, fp in doc['fingerprints'].items():
-        assert fingerprint(ns[k]) == fp, f"the recipe of losses_{name}.json no longer regenerates {k} (numpy changed its streams?)"
+        assert fingerprint(ns[k]) == fp, (
+            f"the recipe of losses_{name}.json no longer regenerates {k} (numpy changed its streams?)"
+        )
     return doc, ns
 
 
@@ -80,9 +83,10 @@ RACT_AGREE = {
     'contra_ract_tau0.05': lambda f: L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05),
     'bct_point2center': lambda f: L.bct_influence_loss(f, R_T('W_old'), R_Y),
     'lwf_temp0.01': lambda f: L.lwf_loss(f @ R_T('W_old').T, R_T('feat_old') @ R_T('W_old').T, T=0.01),
-    'lwf_temp2': lambda f: L.lwf_loss(f @ R_T('W_old').T, R_T('feat_old') @ R_T('W_old').T, T=2.),
-    'fd_alpha1_beta5': lambda f: L.focal_distillation_loss(f, R_T('feat_old'), (f @ R_T('W_new').T).argmax(1) == R_Y,
-                                                           alpha=1., beta=5.),
+    'lwf_temp2': lambda f: L.lwf_loss(f @ R_T('W_old').T, R_T('feat_old') @ R_T('W_old').T, T=2.0),
+    'fd_alpha1_beta5': lambda f: L.focal_distillation_loss(
+        f, R_T('feat_old'), (f @ R_T('W_new').T).argmax(1) == R_Y, alpha=1.0, beta=5.0
+    ),
 }
 RACT_DIFFER = {
     'contra_ract_tau0.05_gather_all': lambda f: L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05),
@@ -104,15 +108,20 @@ def test_ract_loss_reading_differs_from_opencompatible(name):
 
 def test_ra_comp_with_detached_keys_is_opencompatibles_gather_all():
     "The one difference of eq. 6 under gather_all: OpenCompatible's all_gather gives the new-to-new keys no gradient."
+
     def detached_keys(f):
         return L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05, keys=(f.detach(), R_T('feat_old'), R_Y))
+
     assert_agrees(value_and_grad(detached_keys, R['feat_new']), case(RACT, 'contra_ract_tau0.05_gather_all')['authors'])
 
 
 def test_ract_l2_is_mse_of_unit_features():
-    "OpenCompatible's l2 is nn.MSELoss of the L2-normalised features: eq. 3's half squared distance times 2/d of unit ones."
+    "OpenCompatible's l2 is nn.MSELoss of unit features: 2/d times eq. 3's half squared distance of unit features."
     d = R['feat_new'].shape[1]
-    def mse_of_unit(f): return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(R_T('feat_old'), dim=1))
+
+    def mse_of_unit(f):
+        return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(R_T('feat_old'), dim=1))
+
     assert_agrees(value_and_grad(mse_of_unit, R['feat_new']), case(RACT, 'l2')['authors'])
 
 
@@ -133,7 +142,9 @@ def test_bct_influence_on_old_classes_agrees_with_openbct():
     old = B_Y < C_OLD
     rows = B_T('old_of_new')[B_Y[old]]
     c = case(BCT, 'influence_old_classifier_old_classes')['authors']
-    v, g = value_and_grad(lambda f: new_ce(f) + L.bct_influence_loss(f[old], B_T('W_old'), rows, B_T('b_old')), B['feat_new'])
+    v, g = value_and_grad(
+        lambda f: new_ce(f) + L.bct_influence_loss(f[old], B_T('W_old'), rows, B_T('b_old')), B['feat_new']
+    )
     assert v == pytest.approx(c['ce_new'] + c['influence'], abs=TOL)
     np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
 
@@ -143,7 +154,7 @@ def test_bct_synthesised_classifier_agrees_with_openbct():
     c = case(BCT, 'influence_synthesised_every_class')['authors']
     W = L.synthesized_classifier(B_T('feat_old'), B_Y, range(len(c['W_syn'])), normalize=True)
     np.testing.assert_allclose(W.numpy(), c['W_syn'], rtol=0, atol=TOL)
-    W32 = W.float().double()    # openBCT loads the .npy with .float(): its old_fc holds float32-rounded weights
+    W32 = W.float().double()  # openBCT loads the .npy with .float(): its old_fc holds float32-rounded weights
     v, g = value_and_grad(lambda f: new_ce(f) + L.bct_influence_loss(f, W32, B_Y), B['feat_new'])
     assert v == pytest.approx(c['ce_new'] + c['influence'], abs=TOL)
     np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
@@ -153,21 +164,30 @@ def test_bct_lwf_agrees_with_openbct():
     "openBCT's --lwf: plain softmax (T = 1) of the frozen old classifier on phi_new against it on the unit phi_old."
     c = case(BCT, 'lwf')['authors']
     z_old = L.linear_logits(F.normalize(B_T('feat_old'), dim=1), B_T('W_old'), B_T('b_old'))
-    def loss(f): return new_ce(f) + L.lwf_loss(L.linear_logits(f, B_T('W_old'), B_T('b_old')), z_old, T=1.)
+
+    def loss(f):
+        return new_ce(f) + L.lwf_loss(L.linear_logits(f, B_T('W_old'), B_T('b_old')), z_old, T=1.0)
+
     v, g = value_and_grad(loss, B['feat_new'])
-    assert v == pytest.approx(c['ce_new'] + float(L.lwf_loss(L.linear_logits(B_T('feat_new'), B_T('W_old'), B_T('b_old')),
-                                                                z_old, T=1.)), abs=TOL)
+    assert v == pytest.approx(
+        c['ce_new'] + float(L.lwf_loss(L.linear_logits(B_T('feat_new'), B_T('W_old'), B_T('b_old')), z_old, T=1.0)),
+        abs=TOL,
+    )
     np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
 
 
 def test_bct_l2_is_mse_of_unit_features_and_differs_from_eq3():
-    "openBCT's l2 baseline (--l2 --use-feat) is nn.MSELoss of unit features; the package's l2 term is eq. 3 on the raw ones."
+    "openBCT's l2 (--l2 --use-feat) is nn.MSELoss of unit features; the package's l2 term is eq. 3 on raw ones."
     c = case(BCT, 'l2_same_dims')
     d = B['feat_new'].shape[1]
-    def mse_of_unit(f): return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(B_T('feat_old'), dim=1))
+
+    def mse_of_unit(f):
+        return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(B_T('feat_old'), dim=1))
+
     assert_agrees(value_and_grad(mse_of_unit, B['feat_new']), c['authors'], value_key='l2')
-    assert_still_differs(value_and_grad(lambda f: 2 / d * L.l2_regression_loss(f, B_T('feat_old')), B['feat_new']), c,
-                         value_key='l2')
+    assert_still_differs(
+        value_and_grad(lambda f: 2 / d * L.l2_regression_loss(f, B_T('feat_old')), B['feat_new']), c, value_key='l2'
+    )
 
 
 # ---------------------------------------------------------------- FastFill: eqs. 3-5 (no public code)
@@ -178,10 +198,17 @@ def test_fastfill_eq5_agrees_with_the_equation():
     c = case(FF, 'eq5_l2_disc_uncert')['authors']
     h = torch.tensor(FFI['h'], requires_grad=True)
     s = torch.tensor(FFI['log_sigma2'], requires_grad=True)
-    per = L.l2_disc_loss(h, torch.tensor(FFI['phi_new']), L.linear_logits(h, torch.tensor(FFI['W']), torch.tensor(FFI['b'])),
-                         torch.tensor(FFI['y']), eps=FFI['eps'], reduction='none')
-    np.testing.assert_allclose(L.fct_l2_loss(h, torch.tensor(FFI['phi_new']), reduction='none').detach().numpy(), c['l2'],
-                               rtol=0, atol=TOL)
+    per = L.l2_disc_loss(
+        h,
+        torch.tensor(FFI['phi_new']),
+        L.linear_logits(h, torch.tensor(FFI['W']), torch.tensor(FFI['b'])),
+        torch.tensor(FFI['y']),
+        eps=FFI['eps'],
+        reduction='none',
+    )
+    np.testing.assert_allclose(
+        L.fct_l2_loss(h, torch.tensor(FFI['phi_new']), reduction='none').detach().numpy(), c['l2'], rtol=0, atol=TOL
+    )
     loss = L.fastfill_uncertainty_loss(per, s, d=FFI['d'])
     assert L.fastfill_lambda(FFI['d']) == pytest.approx(FFI['lam'])
     loss.backward()
@@ -193,17 +220,23 @@ def test_fastfill_eq5_agrees_with_the_equation():
 def test_fastfill_eq4_agrees_with_the_equation():
     c = case(FF, 'eq4_l2_uncert')['authors']
     s = torch.tensor(FFI['log_sigma2'])
-    def eq4(h): return L.fastfill_uncertainty_loss(L.fct_l2_loss(h, torch.tensor(FFI['phi_new']), reduction='none'), s,
-                                                   d=FFI['d'])
+
+    def eq4(h):
+        return L.fastfill_uncertainty_loss(
+            L.fct_l2_loss(h, torch.tensor(FFI['phi_new']), reduction='none'), s, d=FFI['d']
+        )
+
     assert_agrees(value_and_grad(eq4, FFI['h']), c, grad_key='grad_h')
 
 
 # ---------------------------------------------------------------- RM: eqs. 9-14 (no public code)
 RM, RMI = load('rm')
-RM_TERMS = {'rqt': lambda r, n, y, kw: L.rqt_loss(r, n.new_tensor(RMI['phi_old']), dist=kw['dist']),
-            'cl': lambda r, n, y, kw: L.cl_loss(r, r.new_tensor(RMI['phi_old']), y, **kw),
-            'cl_m': lambda r, n, y, kw: L.cl_m_loss(r, r.new_tensor(RMI['phi_old']), n, y, **kw),
-            'mcl': lambda r, n, y, kw: L.mcl_loss(r, r.new_tensor(RMI['phi_old']), n, y, **kw)}
+RM_TERMS = {
+    'rqt': lambda r, n, y, kw: L.rqt_loss(r, n.new_tensor(RMI['phi_old']), dist=kw['dist']),
+    'cl': lambda r, n, y, kw: L.cl_loss(r, r.new_tensor(RMI['phi_old']), y, **kw),
+    'cl_m': lambda r, n, y, kw: L.cl_m_loss(r, r.new_tensor(RMI['phi_old']), n, y, **kw),
+    'mcl': lambda r, n, y, kw: L.mcl_loss(r, r.new_tensor(RMI['phi_old']), n, y, **kw),
+}
 
 
 @pytest.mark.parametrize('term', RM_TERMS)
@@ -218,8 +251,9 @@ def test_rm_loss_agrees_with_the_equations(name, term):
     v.backward()
     assert float(v) == pytest.approx(a['loss'], abs=TOL)
     np.testing.assert_allclose(r.grad.numpy(), a['grad_phi_rev'], rtol=0, atol=1e-8)
-    np.testing.assert_allclose(np.zeros_like(RMI['phi_new']) if n.grad is None else n.grad.numpy(), a['grad_phi_new'],
-                               rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        np.zeros_like(RMI['phi_new']) if n.grad is None else n.grad.numpy(), a['grad_phi_new'], rtol=0, atol=1e-8
+    )
 
 
 # ---------------------------------------------------------------- FCT: apple/ml-fct, the loss and one epoch of its loop
@@ -234,8 +268,15 @@ def fct_spec():
 
 def test_fct_recipe_is_mlfcts():
     s = fct_spec()
-    assert (s.optimizer, s.lr, s.weight_decay, s.epochs, s.warmup_epochs, s.freeze_bn_epoch, s.lr_steps_per) == \
-        ('adam', 5e-4, 3.0517578125e-05, 80, 5., 40, 'epoch')        # configs/*_transformation.yaml, train_transformation.py
+    assert (s.optimizer, s.lr, s.weight_decay, s.epochs, s.warmup_epochs, s.freeze_bn_epoch, s.lr_steps_per) == (
+        'adam',
+        5e-4,
+        3.0517578125e-05,
+        80,
+        5.0,
+        40,
+        'epoch',
+    )  # configs/*_transformation.yaml, train_transformation.py
 
 
 def test_fct_loss_is_d_times_mlfcts_mse():
@@ -244,10 +285,13 @@ def test_fct_loss_is_d_times_mlfcts_mse():
     o, n, s = (torch.tensor(FI[k][:16]) for k in ('phi_old', 'phi_new', 'side'))
     import compatrepro.models as M
     from compatrepro.core import seed_everything
+
     seed_everything(fct_spec().seed)
     net = M.make_transformation('fct', old_dim=4, new_dim=4, side_dim=4, inner_dim=8).train()
     init = np.concatenate([v.double().numpy().ravel() for v in net.state_dict().values()])
-    assert fingerprint(init) == FCT['initial_state_fingerprint'], "the package draws other initial weights: remake the fixture"
+    assert fingerprint(init) == FCT['initial_state_fingerprint'], (
+        "the package draws other initial weights: remake the fixture"
+    )
     loss = L.fct_l2_loss(net(o, s), n)
     assert float(loss) == pytest.approx(FI['D'] * c['authors']['loss'], rel=1e-6)
     assert float(loss) == pytest.approx(c['package_current']['loss'], rel=1e-6)
@@ -256,26 +300,30 @@ def test_fct_loss_is_d_times_mlfcts_mse():
 def fct_epoch_state() -> dict:
     "The package's trainer loop (`_fit_transformation`) for one epoch of the fixture's three batches, in their order."
     spec = fct_spec()
-    T = lambda k, i: torch.tensor(FI[k][i:i + 16])
+    T = lambda k, i: torch.tensor(FI[k][i : i + 16])
+
     def batches(epoch):
         for i in range(0, 48, 16):
-            yield T('phi_old', i), T('phi_new', i), torch.tensor(FI['labels'][i:i + 16]), T('side', i)
+            yield T('phi_old', i), T('phi_new', i), torch.tensor(FI['labels'][i : i + 16]), T('side', i)
+
     ck = Path(tempfile.mkdtemp()) / 'fct.pt'
-    with pytest.raises(TrainingInterrupted):      # stop_after=1 checkpoints the epoch and stops
+    with pytest.raises(TrainingInterrupted):  # stop_after=1 checkpoints the epoch and stops
         _fit_transformation(spec, (4, 4, 4), 3, batches, None, ck, torch.device('cpu'), 1, False)
     return torch.load(ck, weights_only=False)
 
 
 def test_fct_epoch_equals_mlfcts_loop_with_the_squared_norm_and_differs_with_its_mse():
-    "The loop (Adam, weight decay, warm-up lr of epoch 0, BatchNorm in training mode) is ml-fct's; the criterion is not."
+    "The loop (Adam, weight decay, epoch 0's warm-up lr, BatchNorm in training mode) is ml-fct's; the criterion is not."
     ck = fct_epoch_state()
     sq, mse = case(FCT, 'one_epoch_squared_norm'), case(FCT, 'one_epoch_mse')
     assert ck['history'][0]['loss'] == pytest.approx(sq['authors']['epoch_loss'], rel=1e-6)
-    gap = lambda c: max(float(np.abs(ck['model'][k].double().numpy() - np.array(v)).max())
-                        for k, v in c['authors']['state_after'].items())
+    gap = lambda c: max(
+        float(np.abs(ck['model'][k].double().numpy() - np.array(v)).max())
+        for k, v in c['authors']['state_after'].items()
+    )
     assert set(sq['authors']['state_after']) == set(ck['model'])
-    assert gap(sq) <= 2e-7                            # float32 rounding: the same three steps
-    assert gap(mse) >= 3e-7                           # ml-fct's own criterion: weight decay weighs d times more
+    assert gap(sq) <= 2e-7  # float32 rounding: the same three steps
+    assert gap(mse) >= 3e-7  # ml-fct's own criterion: weight decay weighs d times more
     assert gap(mse) == pytest.approx(mse['package_current']['max_abs_weight_difference'], rel=0.05)
 
 
@@ -284,13 +332,15 @@ STEP = json.loads((HERE / 'bct_step_openbct.json').read_text())
 
 
 def test_bct_step_equals_openbcts_train():
-    "new-beta's first SGD step (CE + eq. 8 on the old classes' samples, momentum, weight decay) from the same weights and batch."
+    "new-beta's first SGD step (CE + eq. 8 on the old classes' samples, momentum, weight decay): same start and batch."
     from _doubles import TinyDataset
     from compatrepro.specs import CompatSpec, BackboneSpec
     from compatrepro.train import initial_model, train_backbone
+
     ns = {'np': np}
     exec('\n'.join(STEP['recipe']), ns)
-    for k, fp in STEP['fingerprints'].items(): assert fingerprint(ns[k]) == fp, k
+    for k, fp in STEP['fingerprints'].items():
+        assert fingerprint(ns[k]) == fp, k
 
     def dataset(old_classes_only: bool):
         ds = TinyDataset(n=18, c=6, size=16)
@@ -300,22 +350,33 @@ def test_bct_step_equals_openbcts_train():
             ds.images, ds.labels = ds.images[torch.from_numpy(keep)], ds.labels[keep]
         ds.classes = np.unique(ds.labels)
         return ds
+
     common = STEP['specs']['common']
     old_spec = BackboneSpec(split='imagenet-500', **common)
     spec = BackboneSpec(split='imagenet-1k', compat=CompatSpec('bct', old_spec), **common)
     new0 = initial_model(spec, dataset(False))
     init = np.concatenate([v.double().numpy().ravel() for v in new0.state_dict().values()])
-    assert fingerprint(init) == STEP['initial_state_fingerprint'], "the package draws other initial weights: remake the fixture"
-    art = train_backbone(spec, dataset(False), initial_model(old_spec, dataset(True)).eval(), device='cpu', num_workers=0,
-                         show_progress=False)
-    assert art['history'][0]['loss'] == pytest.approx(STEP['authors']['ce_new'] + STEP['authors']['influence'], rel=1e-6)
+    assert fingerprint(init) == STEP['initial_state_fingerprint'], (
+        "the package draws other initial weights: remake the fixture"
+    )
+    art = train_backbone(
+        spec,
+        dataset(False),
+        initial_model(old_spec, dataset(True)).eval(),
+        device='cpu',
+        num_workers=0,
+        show_progress=False,
+    )
+    assert art['history'][0]['loss'] == pytest.approx(
+        STEP['authors']['ce_new'] + STEP['authors']['influence'], rel=1e-6
+    )
     ref = np.load(HERE / 'bct_step_openbct.npz')
     sd = art['model']['state_dict']
     assert set(ref.files) == set(sd)
     for k in ref.files:
         np.testing.assert_allclose(sd[k].double().numpy(), ref[k], rtol=0, atol=2e-7, err_msg=k)
     moved = max(float(np.abs(sd[k].double().numpy() - new0.state_dict()[k].double().numpy()).max()) for k in ref.files)
-    assert moved > 1e-3                               # the step moved the weights far more than the tolerance
+    assert moved > 1e-3  # the step moved the weights far more than the tolerance
 
 
 def test_bct_syn_builds_another_classifier_than_openbct():
@@ -324,16 +385,25 @@ def test_bct_syn_builds_another_classifier_than_openbct():
     norm (docs/conformance.md). Same loss on the same classifier; another classifier."""
     from compatrepro.specs import CompatSpec
     from compatrepro.train import CompatTerm, _IdentityBackbone
+
     W_syn = np.array(case(BCT, 'influence_synthesised_every_class')['authors']['W_syn'])
     old = _IdentityBackbone(B['feat_old'].shape[1], range(C_OLD))
     with torch.no_grad():
-        old.head.weight.copy_(B_T('W_old')); old.head.bias.copy_(B_T('b_old'))
+        old.head.weight.copy_(B_T('W_old'))
+        old.head.bias.copy_(B_T('b_old'))
+
     class Train:
         classes = np.arange(len(W_syn))
-    term = CompatTerm(CompatSpec('bct-syn', backbone_spec('imagenet-500', 'tiny')), old, torch.arange(len(W_syn)), Train(),
-                      feature_fn=lambda model, ds: (B_T('feat_old'), B_Y))
+
+    term = CompatTerm(
+        CompatSpec('bct-syn', backbone_spec('imagenet-500', 'tiny')),
+        old,
+        torch.arange(len(W_syn)),
+        Train(),
+        feature_fn=lambda model, ds: (B_T('feat_old'), B_Y),
+    )
     W = term.W.double().numpy()
-    np.testing.assert_allclose(W[:C_OLD], B['W_old'], rtol=0, atol=1e-6)           # the learned rows, not synthesised ones
+    np.testing.assert_allclose(W[:C_OLD], B['W_old'], rtol=0, atol=1e-6)  # the learned rows, not synthesised ones
     assert np.abs(W[:C_OLD] - W_syn[:C_OLD]).max() > 0.1
     unit = W_syn[C_OLD:] / np.linalg.norm(W_syn[C_OLD:], axis=1, keepdims=True)
     np.testing.assert_allclose(W[C_OLD:], unit * np.linalg.norm(B['W_old'], axis=1).mean(), rtol=0, atol=1e-5)

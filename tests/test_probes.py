@@ -1,6 +1,8 @@
-"""The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, benchmarks/bct_face_probe.py) still
-run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it promises.
-The committed CSVs (made at tiny scale) are checked for the same columns and rows, so a probe and its results stay in step."""
+"""The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, benchmarks/bct_face_probe.py)
+still run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it
+promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a probe and its results
+stay in step."""
+
 import os, subprocess, sys
 from pathlib import Path
 
@@ -9,22 +11,40 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-import bct_face_probe, fastfill_disc_probe     # noqa: E402
+import bct_face_probe, fastfill_disc_probe  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path) -> Path:
     out = tmp_path / name
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''), COMPATREPRO_PROGRESS='0',
-               COMPATREPRO_CACHE=str(tmp_path / 'cache'))
-    r = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / f'{name}.py'), '--scale', 'smoke', '--seeds', '0',
-                        '--out', str(out) + ('.csv' if name == 'bct_face_probe' else '')],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''),
+        COMPATREPRO_PROGRESS='0',
+        COMPATREPRO_CACHE=str(tmp_path / 'cache'),
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'benchmarks' / f'{name}.py'),
+            '--scale',
+            'smoke',
+            '--seeds',
+            '0',
+            '--out',
+            str(out) + ('.csv' if name == 'bct_face_probe' else ''),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
 
 def disc_rows_ok(t: pd.DataFrame, e: pd.DataFrame, seeds):
-    d = int(t['disc_weight'].max())
+    d = round(1 / t['l2_weight'].min())  # the embedding's size: L_l2/d is one of the variants
     assert set(t['variant']) == set(fastfill_disc_probe.variants(d))
     assert set(t['distance']) == set(fastfill_disc_probe.EVALS)
     assert len(t) == len(seeds) * len(fastfill_disc_probe.variants(d)) * len(fastfill_disc_probe.EVALS)
@@ -52,8 +72,11 @@ def test_bct_face_probe_runs(tmp_path):
 @pytest.mark.parametrize('name', ['fastfill_disc_probe', 'bct_face_probe'])
 def test_committed_probe_results_are_whole(name):
     f = ROOT / 'benchmarks' / f'{name}.csv'
-    if not f.exists(): pytest.skip(f'{f.name} is not committed yet')
+    if not f.exists():
+        pytest.skip(f'{f.name} is not committed yet')
     t = pd.read_csv(f)
     assert (t['seed'].sort_values().unique() == [0, 1, 2]).all()
-    if name == 'bct_face_probe': bct_rows_ok(t, [0, 1, 2])
-    else: disc_rows_ok(t, pd.read_csv(ROOT / 'benchmarks' / f'{name}_epochs.csv'), [0, 1, 2])
+    if name == 'bct_face_probe':
+        bct_rows_ok(t, [0, 1, 2])
+    else:
+        disc_rows_ok(t, pd.read_csv(ROOT / 'benchmarks' / f'{name}_epochs.csv'), [0, 1, 2])
