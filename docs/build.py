@@ -24,7 +24,11 @@ What happens, in order:
    device made it and what each run's provenance (`results/<scale>/runs/<name>.seed<k>.json`) says, checked by
    `compatrepro.runs.run_state`: code current or stale, threads, device, torch. A notebook not run yet gets
    its page all the same, marked "not yet run". The paper of a notebook comes from its decade
-   (`compatrepro.core.paper_of_notebook`).
+   (`compatrepro.core.paper_of_notebook`). The page shows the figures the run
+   saved (the executed copies hold none: figures are saved by the record book and shown under the Agg backend,
+   which outputs nothing): the files that the provenance of the shown seed names under `figures`, copied from
+   `results/<scale>/figures/` into the Sphinx source tree, each right after the code cell that saved it
+   (`saving_cell`, `with_figures`). It ends with the records beside the paper's numbers (`exp_footer`).
 3. Every page then goes through nbdev's own notebook processors (`nbdev.processors.FilterDefaults`, as
    `nbdev_proc_nbs` applies them) minus `add_show_docs` and `exec_show_docs` (the show_doc cells were added
    and executed in step 1), `add_links` and `insert_warning` (they target nbdev's Quarto site): `#| hide` and
@@ -325,16 +329,144 @@ def with_current_text(executed: dict, current: dict, name: str = '') -> dict:
         else: cells.append(json.loads(json.dumps(c)))
     return dict(executed, cells=cells)
 
+# ----- what a paper page adds to its executed copy: the figures its run saved
+
+_FIGURE_KEY = re.compile(r'^Fig(?:ure|\.)?s?\s+([A-Z]?)(\d+)([a-z]*)\b(.*)$')
+
+def figure_key(item: str) -> tuple:
+    "Sort key and identity of a figure item: 'Figure A10a' -> ('A', 10, 'a', ''), 'Figure 3 top' -> ('', 3, '', ' top')"
+    m = _FIGURE_KEY.match(item.strip())
+    return (m.group(1), int(m.group(2)), m.group(3), m.group(4)) if m else ('~', 0, '', item)
+
+def figures_named(heading: str) -> set[tuple]:
+    """The figures a heading names, as (prefix, number, letter): 'Figures 3-5 and 8-10: ...' -> 3, 4, 5, 8, 9, 10;
+    'Figure 7a, Table A2 and Figure A10a' -> 7a, A10a. Asides in parentheses ('(App. C.3)', '(top)') are skipped."""
+    text, out = re.sub(r'\([^)]*\)', ' ', heading), set()
+    tok = r'([A-Z]?)(\d+)([a-z]*)'
+    for run in re.finditer(r'\bFig(?:ure|\.)?s?\s+(' + tok + r'(?:\s*(?:[-–,/&]|and|to)\s*' + tok + r')*)', text):
+        parts = re.findall(tok + r'(?:\s*[-–]\s*' + tok + r')?', run.group(1))
+        for p, a, s, q, b, _ in parts:
+            if b and q == p: out |= {(p, n, '') for n in range(int(a), int(b) + 1)}
+            else: out.add((p, int(a), s))
+    return out
+
+def _names(heading_figures: set, item: str) -> bool:
+    "Whether a heading naming `heading_figures` (`figures_named`) names `item` (a letter must agree if both have one)."
+    p, n, s, _ = figure_key(item)
+    return any(hp == p and hn == n and (not hs or not s or hs == s) for hp, hn, hs in heading_figures)
+
+def _source(c) -> str: return ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+
+def _cell_headings(cells: list) -> list[set]:
+    "For each cell, the figures named by the last `##`-or-deeper heading above it (`figures_named`)."
+    out, cur = [], set()
+    for c in cells:
+        out.append(cur)
+        if c['cell_type'] == 'markdown':
+            for line in _source(c).splitlines():
+                if re.match(r'^#{2,6}\s', line): cur = figures_named(line)
+    return out
+
+def saving_cell(cells: list, item: str) -> int|None:
+    """Index of the code cell of `cells` (notebook dict cells) that saves the figure of `item` with the record book:
+    1. a cell naming it as a string literal where a figure is saved (`save_figure(fig, 'Figure 2')`, a library
+       function's `figure='Figure 8a'`), else one whose f-string there starts like it (`f'Figure 11 {sub}'`), else a
+       call naming it first (`rm_loss_ablation(book, 'Figure 8a', ...)`, `compare('Figure 14', ...)`; not `book.add`);
+    2. else a cell that saves a figure whose name is a variable (`save_figure(fig, item)`): the first under a heading
+       that names this figure ('Figures 3-5 and 8-10'), else the first under a heading that names no other figure.
+    None when no cell fits."""
+    q = re.escape(item)
+    code = [(i, _source(c)) for i, c in enumerate(cells) if c['cell_type'] == 'code']
+    literal = [rf'''save_figure\([^,()]*,\s*['"]{q}['"]''', rf'''\bfigure\s*=\s*['"]{q}['"]''']
+    call = [rf'''(?:^|[^\w.])\w+\(\s*(?:book\s*,\s*)?['"]{q}['"]''']     # f('item', ...), f(book, 'item', ...)
+    for pats in (literal, None, call):
+        for i, s in code:
+            if pats is None:
+                prefixes = re.findall(r'''(?:save_figure\([^,()]*,|\bfigure\s*=)\s*f['"]([^'"{]+)\{''', s)
+                if any(item.startswith(p) for p in prefixes): return i
+            elif any(re.search(p, s) for p in pats): return i
+    heads = _cell_headings(cells)
+    by_var = [i for i, s in code if re.search(r'''save_figure\([^,()]*,\s*(?!f?['"])''', s)]
+    for ok in (lambda h: _names(h, item), lambda h: not h):
+        hit = [i for i in by_var if ok(heads[i])]
+        if hit: return hit[0]
+    return None
+
+def figure_markdown(items: tuple[str, ...], seed: int, path: str, file: str) -> str:
+    """The markdown cell that shows one saved figure file: `path` relative to the page, `file` as the reader finds it in
+    the repository, `items` the figures the run saved to it (two when their names differ only in punctuation)."""
+    what = ' and '.join(items)
+    note = (f'; the run saved {what} to this one file, which holds the one saved last (its title says which)'
+            if len(items) > 1 else '')
+    return (f'```{{figure}} {path}\n:alt: {what}, as the run of seed {seed} drew it\n:class: saved-figure\n\n'
+            f'{what}, seed {seed} (`{file}`, saved by this run{note})\n```')
+
+def with_figures(nb: dict, figures: list[tuple[tuple, str, str]], seed: int) -> dict:
+    """The notebook dict `nb` with a markdown cell showing each of `figures` (items, path from the page, repository
+    path) right after the code cell that saved it (`saving_cell`), in the order of the figure numbers; a figure no cell
+    fits goes under a heading 'Figures' at the end. The executed copies hold no figure themselves: the notebooks save
+    them with the record book and show them under matplotlib's Agg backend, which outputs nothing."""
+    after: dict = {}
+    for items, path, file in sorted(figures, key=lambda f: figure_key(f[0][0])):
+        after.setdefault(saving_cell(nb['cells'], items[0]), []).append(figure_markdown(items, seed, path, file))
+    md = lambda s: {'cell_type': 'markdown', 'metadata': {}, 'source': s}
+    cells = []
+    for i, c in enumerate(nb['cells']):
+        cells.append(c)
+        cells += [md(s) for s in after.get(i, [])]
+    if after.get(None):
+        cells.append(md('## Figures\n\nThe figures this run saved that no code cell above names.'))
+        cells += [md(s) for s in after[None]]
+    return dict(nb, cells=cells)
+
+def shown_figures(name: str, scale: str, seed: int) -> list[tuple[str, Path]]:
+    """The figures the run of `name` with `seed` at `scale` saved, as its provenance names them
+    (`results/<scale>/runs/<name>.seed<k>.json`, `figures`: item -> file in `results/<scale>/figures/`)."""
+    f = RESULTS/scale/'runs'/f'{name}.seed{seed}.json'
+    named = (json.loads(f.read_text(encoding='utf-8')).get('figures') or {}) if f.exists() else {}
+    out = [(item, RESULTS/scale/'figures'/file) for item, file in named.items()]
+    for item, p in out:
+        if not p.exists(): log(f'warning: {name}: the figure {item!r} its seed {seed} run saved is missing ({p})')
+    return [(item, p) for item, p in out if p.exists()]
+
+def shown_seed(run_nb: Path) -> int|None:
+    "The seed of the run whose executed copy `run_nb` a page shows (papermill's parameters in its metadata)."
+    meta = json.loads(run_nb.read_text(encoding='utf-8')).get('metadata', {}).get('papermill') or {}
+    seed = (meta.get('parameters') or {}).get('seed')
+    return int(seed) if seed is not None else None
+
+def page_figures(name: str, scale: str, run_nb: Path, wanted: set) -> tuple[int, list]|None:
+    """The figures for the page of `name` at `scale` (`process`'s `figures`): the files its shown run saved
+    (`shown_figures`), each once with the items saved to it, copied into the Sphinx source tree
+    (`papers/figures/<scale>/`, added to `wanted`) so the site needs nothing outside itself. None when the run has no
+    seed parameter."""
+    seed = shown_seed(run_nb)
+    if seed is None: return None
+    items: dict = {}
+    for item, f in shown_figures(name, scale, seed): items.setdefault(f, []).append(item)
+    out = []
+    for f, its in items.items():
+        rel = f'papers/figures/{scale}/{f.name}'; wanted.add(rel)     # a scale each: the file names repeat
+        d = SRC/rel; d.parent.mkdir(parents=True, exist_ok=True)
+        if not d.exists() or d.read_bytes() != f.read_bytes(): shutil.copyfile(f, d)
+        out.append((tuple(sorted(its, key=figure_key)), rel[len('papers/'):], f.relative_to(ROOT).as_posix()))
+    return seed, out
+
 def process(src: Path, dst: Path, title: str, banner: str|None = None, footer: str|None = None,
-            prepared: Path|None = None, current: Path|None = None) -> str:
+            prepared: Path|None = None, current: Path|None = None, figures: list|None = None) -> str:
     """The page notebook of `src` (a notebook, or an executed copy papermill wrote), or of `prepared`, the executed
     copy of `src` that `prepare` made, through nbdev's processors and `_to_myst`, written to `dst`. Returns the title.
-    `current`: the notebook in nbs/ that the executed copy `src` ran, whose markdown the page shows (`with_current_text`)."""
+    `current`: the notebook in nbs/ that the executed copy `src` ran, whose markdown the page shows
+    (`with_current_text`). Such a page shows `figures`, (seed, [(items, path from the page, repository path)]), the
+    figures that run saved, each after the cell that saved it (`with_figures`)."""
     from execnb.nbio import read_nb, dict2nb
     from nbdev.process import NBProcessor
     if current is not None:
         read = lambda f: json.loads(f.read_text(encoding='utf-8'))
-        nb = dict2nb(with_current_text(read(src), read(current), src.relative_to(ROOT).as_posix() if src.is_relative_to(ROOT) else str(src)))
+        where = src.relative_to(ROOT).as_posix() if src.is_relative_to(ROOT) else str(src)
+        d = with_current_text(read(src), read(current), where)
+        if figures: d = with_figures(d, figures[1], figures[0])
+        nb = dict2nb(d)
     else: nb = read_nb(prepared or src)
     if prepared is not None: restore(nb)               # `prepare` already split the title cell
     else: _split_title_cell(nb)
@@ -699,8 +831,9 @@ def build(jobs: int = 2, timeout: int = 900, force: bool = False, strict: bool =
             rel = f'papers/{name}.ipynb' if i == 0 else f'papers/{name}__{scale}.ipynb'
             others = [s for s in scales if s != scale and s is not None]
             prov = provenance_rows(name, scale) if scale else []
+            figures = page_figures(name, scale, runs[scale], wanted) if scale else None
             process(runs.get(scale, p), SRC/rel, name, banner=exp_banner(name, scale, runs.get(scale), others, prov),
-                    footer=exp_footer(name, scale, prov), current=p if scale else None)
+                    footer=exp_footer(name, scale, prov), current=p if scale else None, figures=figures)
             wanted.add(rel)
             if scale: pages[(name, scale)] = rel
             exp_entries.append((p, rel, scale, i == 0))

@@ -1,13 +1,15 @@
 """The docs site, tested as a reader would: build it with the documented command, serve it on
 127.0.0.1, open every page in headless Chromium with the network shut, and fail on a broken internal
 link, a missing image or other resource, math that did not render, a console error, or any request
-that leaves the machine. Screenshots of the home page, the results overview, one paper page and one library page
-are written to docs/_site/_screenshots/ (the test prints their paths).
+that leaves the machine; and on every paper page, fail unless it shows the figure files its run saved for the seed
+it shows. Screenshots of the home
+page, the results overview, one paper page and one library page are written to docs/_site/_screenshots/ (the test
+prints their paths).
 
 Skipped only outside CI when Chromium (or the `docs` extra) is missing; with CI=true a missing browser fails.
 """
 from __future__ import annotations
-import csv, functools, html, http.server, os, re, shutil, subprocess, sys, tempfile, threading, time
+import contextlib, csv, functools, html, http.server, json, os, re, shutil, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, unquote
 
@@ -249,3 +251,57 @@ def test_site_in_chromium(server):
     problems += [f'request to an outside host (blocked): {u}' for u in sorted(set(outside))]
     assert not problems, f'{len(problems)} problem(s):\n' + '\n'.join(problems[:60])
     for s in shots: assert s.exists() and s.stat().st_size > 10_000, f'screenshot {s} is empty'
+
+
+def _paper_pages() -> list[Path]:
+    "The built paper pages, one per experiment notebook (a notebook's other-scale page, `<name>__<scale>`, aside)."
+    return sorted(p for p in (SITE/'papers').glob('*.html') if p.name != 'index.html' and '__' not in p.name)
+
+def _shown_run(name: str):
+    """(scale, seed) of the run a paper page shows, as the build chooses it (the paper-scale run if there is one,
+    else the tiny one; the seed papermill gave the executed copy), or None when the notebook has not run."""
+    for scale in ('paper', 'tiny'):
+        nb = ROOT/'results'/scale/'notebooks'/f'{name}.ipynb'
+        if nb.exists():
+            meta = json.loads(nb.read_text(encoding='utf-8'))['metadata'].get('papermill', {})
+            return scale, meta.get('parameters', {}).get('seed')
+    return None
+
+@contextlib.contextmanager
+def _chromium(server):
+    "A headless Chromium page on the served site with the network shut (the flags and the request filter above)."
+    from playwright.sync_api import sync_playwright
+    assert CHROMIUM, 'chromium is not installed: CI must install it (apt-get install -y chromium)'
+    with tempfile.TemporaryDirectory() as profile, sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=CHROMIUM_FLAGS,
+                                                    viewport={'width': 1280, 'height': 900}, service_workers='block')
+        inside = lambda u: u.startswith(server) or u.startswith('data:') or u.startswith('blob:')
+        ctx.route('**/*', lambda r: r.continue_() if inside(r.request.url) else r.abort())
+        try: yield ctx.pages[0] if ctx.pages else ctx.new_page()
+        finally: ctx.close()
+
+
+def test_paper_pages_show_their_figures(server):
+    """Every paper page shows, in the browser, as many images as its notebook's run wrote figure files for the seed
+    the page shows (results/<scale>/figures/<notebook>_<item>.seed<k>.png), each loaded, and the same files."""
+    problems, total = [], 0
+    with _chromium(server) as page:
+        for f in _paper_pages():
+            run = _shown_run(f.stem)
+            files = [] if run is None else sorted(
+                p.name for p in (ROOT/'results'/run[0]/'figures').glob(f'{f.stem}_*.seed{run[1]}.png'))
+            page.goto(server + f.relative_to(SITE).as_posix(), wait_until='load')
+            imgs = page.evaluate('''() => [...document.querySelectorAll('article img')]
+                .map(i => ({src: i.src, ok: i.complete && i.naturalWidth > 0}))''')
+            shown = sorted(unquote(urlsplit(i['src']).path).rsplit('/', 1)[-1] for i in imgs)
+            total += len(imgs)
+            if len(imgs) != len(files):
+                problems.append(f'{f.stem}: {len(imgs)} image(s) on the page, {len(files)} figure file(s) of seed '
+                                f'{run and run[1]}: not shown {sorted(set(files) - set(shown))}, '
+                                f'not a figure file {sorted(set(shown) - set(files))}')
+            elif shown != files: problems.append(f'{f.stem}: the page shows {shown}, the run wrote {files}')
+            problems += [f"{f.stem}: image not loaded: {i['src']}" for i in imgs if not i['ok']]
+    print(f'{total} figure(s) on {len(_paper_pages())} paper pages')
+    assert not problems, '\n'.join(problems)
+    assert total > 0, 'no paper page shows a figure'
+

@@ -83,3 +83,28 @@ def test_the_records_table_leaves_out_stale_seeds(B, tmp_path, monkeypatch):
     assert 'Left out' not in everything and '| 30 ± 20 | 0, 1, 2 |' in everything, everything
     none = B.exp_footer('20_x', 'tiny', [dict(seed=s, state='stale') for s in range(3)])
     assert 'No seed of it is current.' in none and 'seeds 0, 1, 2' in none
+
+
+def test_each_figure_goes_after_the_cell_that_saved_it(B):
+    """`saving_cell`: a literal save, a library function's `figure=`, an f-string's prefix, a call naming the item,
+    then a save by variable under a heading naming the figure (or naming none); `figures_named` reads ranges."""
+    md = lambda s: {'cell_type': 'markdown', 'source': s, 'metadata': {}}
+    code = lambda s: {'cell_type': 'code', 'source': s, 'metadata': {}, 'outputs': []}
+    cells = [md('# Title: Figures 2-9'), code("F7 = 'Figure 7'\nbook.add('Figure 4', 'x', 'y', 1)"),     # 0, 1
+             md('## Table 1 and Figure 3 (top)'), code("report_update(book, 'Table 1', c, s, figure='Figure 3 top')"),
+             code("record_curve_points(book, 'Figure 3 top', c)"), code("book.save_figure(fig, 'Figure 4')"),   # 4, 5
+             code("for s in S: book.save_figure(fig, f'Figure 11 {s}')"), code("rm_loss_ablation(book, 'Figure 8a')"),
+             md('## Figures 5-6 and 8: the curves'), code('for item in FIGURES: book.save_figure(fig, item)'),  # 8, 9
+             md('## Figure 7'), code('book.save_figure(fig, F7)')]                                          # 10, 11
+    where = {i: B.saving_cell(cells, i) for i in ('Figure 3 top', 'Figure 4', 'Figure 11 [:500]', 'Figure 8a',
+                                                   'Figure 6', 'Figure 7', 'Figure 12')}
+    assert where == {'Figure 3 top': 3, 'Figure 4': 5, 'Figure 11 [:500]': 6, 'Figure 8a': 7, 'Figure 6': 9,
+                     'Figure 7': 11, 'Figure 12': None}, where     # 12: each saving cell is under other figures
+    assert B.figures_named('## Figures 3-5 and 8a (App. C.3)') == {('', 3, ''), ('', 4, ''), ('', 5, ''), ('', 8, 'a')}
+    assert B.figures_named('## Figure 7a, Table A2 and Figure A10a') == {('', 7, 'a'), ('A', 10, 'a')}
+    nb = B.with_figures({'cells': cells}, [(('Figure 4',), 'figures/x.png', 'results/tiny/figures/x.png'),
+                                           (('Figure 99',), 'figures/y.png', 'results/tiny/figures/y.png')], seed=2)
+    src = [c['source'] for c in nb['cells']]
+    assert src[6].startswith('```{figure} figures/x.png') and 'seed 2' in src[6]     # right after cell 5
+    assert src[-2].startswith('## Figures') and src[-1].startswith('```{figure} figures/y.png')   # no cell fits
+
