@@ -24,7 +24,8 @@ What happens, in order:
    device made it and what each run's provenance (`results/<scale>/runs/<name>.seed<k>.json`) says, checked by
    `compatrepro.runs.run_state`: code current or stale, threads, device, torch. A notebook not run yet gets
    its page all the same, marked "not yet run". The paper of a notebook comes from its decade
-   (`compatrepro.core.paper_of_notebook`). The page shows the figures the run
+   (`compatrepro.core.paper_of_notebook`). The page shows the parameters once: the notebook's parameters cell
+   with the values papermill injected, which the run used (`one_parameters_cell`). It shows the figures the run
    saved (the executed copies hold none: figures are saved by the record book and shown under the Agg backend,
    which outputs nothing): the files that the provenance of the shown seed names under `figures`, copied from
    `results/<scale>/figures/` into the Sphinx source tree, each right after the code cell that saved it
@@ -33,6 +34,9 @@ What happens, in order:
    `nbdev_proc_nbs` applies them) minus `add_show_docs` and `exec_show_docs` (the show_doc cells were added
    and executed in step 1), `add_links` and `insert_warning` (they target nbdev's Quarto site): `#| hide` and
    `#| export` cells disappear, show_doc output is shown as markdown, the title cell becomes the page title.
+   A table longer than `TABLE_FOLD_AFTER` rows (a page's records, a DataFrame output) shows its first
+   `TABLE_ROWS_SHOWN` rows and folds the others into a <details> element; `docs/_static/compatrepro.css` wraps
+   long lines of code and of printed output.
 4. The results overview is made from `compatrepro.runs.status_table` at tiny and at paper scale; the hand-written
    pages are every `docs/*.md` (with the real `compatrepro ... --help` and `data_prep/README.md` filled in).
 5. Sphinx with myst-nb renders all of it into `docs/_site/`.
@@ -290,6 +294,9 @@ def _to_myst(nb, title_fallback: str, banner: str|None, footer: str|None) -> str
                         md = _RE_SOURCE_LINK.sub('', md)
                         # show_doc opens with a '---' rule: a docutils transition, not allowed inside an output
                         data['text/markdown'] = re.sub(r'\A\s*---\s*\n', '', md)
+                    if 'text/html' in data:   # a long table shows its first rows and folds the others
+                        h = data['text/html']
+                        data['text/html'] = folded_html_table(''.join(h) if isinstance(h, list) else h)
                     if not data: continue
                 outs.append(o)
             c.outputs = outs
@@ -329,7 +336,91 @@ def with_current_text(executed: dict, current: dict, name: str = '') -> dict:
         else: cells.append(json.loads(json.dumps(c)))
     return dict(executed, cells=cells)
 
-# ----- what a paper page adds to its executed copy: the figures its run saved
+# ----- what a paper page adds to its executed copy: one parameters cell, its figures, long tables folded
+
+PARAMS_NOTE = "# parameters of this run: papermill's values in the notebook's cell"
+
+def _comment_start(line: str) -> int:
+    "Where the `# comment` of a line of Python starts (its length when it has none), strings respected."
+    import io, tokenize
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(line).readline):
+            if t.type == tokenize.COMMENT: return t.start[1]
+    except (tokenize.TokenError, SyntaxError): pass
+    return len(line)
+
+def merge_parameters(params: str, injected: str) -> str:
+    """The notebook's parameters cell `params` with each assignment that papermill's `injected` cell makes given the
+    injected value (the value the run used), the notebook's comment kept; injected names `params` lacks are appended."""
+    assign = re.compile(r'^(\w+)\s*=\s*(.*?)\s*$')
+    given = {m.group(1): m.group(2) for m in map(assign.match, injected.splitlines()) if m}
+    lines, done = [PARAMS_NOTE], set()
+    for line in params.splitlines():
+        m = assign.match(line[:_comment_start(line)])
+        if m and m.group(1) in given:
+            name, cut = m.group(1), _comment_start(line)
+            new = f'{name} = {given[name]}'
+            line = new + (' ' * max(1, cut - len(new)) + line[cut:] if cut < len(line) else '')
+            done.add(name)
+        lines.append(line)
+    return '\n'.join(lines + [f'{k} = {v}' for k, v in given.items() if k not in done])
+
+def one_parameters_cell(nb: dict) -> dict:
+    """The executed copy `nb` (a notebook dict) with its parameters in one cell instead of two: papermill keeps the
+    notebook's `parameters` cell (its defaults: `seed = 0`) and adds an `injected-parameters` cell (`seed = 2`).
+    We keep the notebook's cell, its values replaced by the injected ones (`merge_parameters`), so the page shows
+    the values the run used with the notebook's comments, and drop the injected cell."""
+    tags = lambda c: (c.get('metadata') or {}).get('tags', [])
+    cells = nb['cells']
+    i = next((k for k, c in enumerate(cells) if c['cell_type'] == 'code' and 'parameters' in tags(c)), None)
+    j = next((k for k, c in enumerate(cells) if c['cell_type'] == 'code' and 'injected-parameters' in tags(c)), None)
+    if i is None or j is None: return nb
+    src = lambda c: ''.join(c['source']) if isinstance(c['source'], list) else c['source']
+    merged = dict(cells[i], source=merge_parameters(src(cells[i]), src(cells[j])))
+    return dict(nb, cells=[merged if k == i else c for k, c in enumerate(cells) if k != j])
+
+TABLE_ROWS_SHOWN = 15      # a table longer than TABLE_FOLD_AFTER rows shows its first TABLE_ROWS_SHOWN ...
+TABLE_FOLD_AFTER = 25      # ... and the others in a <details> element ("show all"), no JavaScript
+
+def _summary(n_rows: int) -> str:
+    return f'<summary>show all {n_rows} rows ({n_rows - TABLE_ROWS_SHOWN} more)</summary>'
+
+def folded_md_table(table: str) -> str:
+    """A markdown table (a header line, a rule line, one line a row) of more than TABLE_FOLD_AFTER rows as its first
+    TABLE_ROWS_SHOWN rows, then the others (under the same header) inside a <details> element; a shorter one as it
+    is."""
+    lines = table.strip('\n').splitlines()
+    head, rows = lines[:2], lines[2:]
+    if len(rows) <= TABLE_FOLD_AFTER: return table
+    return '\n'.join(head + rows[:TABLE_ROWS_SHOWN] + ['', '<details class="folded-table">', _summary(len(rows)), '']
+                     + head + rows[TABLE_ROWS_SHOWN:] + ['', '</details>'])
+
+def _row_splits(rows: list[str]) -> list[int]:
+    "Indices of the rows of an HTML table body where no `rowspan` cell of an earlier row is still open."
+    ok, open_until = [], 0
+    for i, r in enumerate(rows):
+        if i >= open_until: ok.append(i)
+        spans = [int(s) for s in re.findall(r'rowspan="(\d+)"', r)]
+        open_until = max([open_until] + [i + s for s in spans])
+    return ok
+
+def folded_html_table(text: str) -> str:
+    """An HTML output holding one table (pandas' `to_html`) of more than TABLE_FOLD_AFTER body rows as its first
+    TABLE_ROWS_SHOWN rows (or a few more, so as not to split a `rowspan` group), then the others, under the same
+    header, inside a <details> element. Anything else comes back as it is."""
+    if text.count('<table') != 1 or text.count('<tbody>') != 1: return text
+    start, end = text.index('<tbody>') + len('<tbody>'), text.index('</tbody>')
+    rows = re.findall(r'<tr\b.*?</tr>', text[start:end], re.S)
+    if len(rows) <= TABLE_FOLD_AFTER: return text
+    cut = next((i for i in _row_splits(rows) if i >= TABLE_ROWS_SHOWN), len(rows))
+    if cut >= len(rows): return text
+    t0 = text.rindex('<table', 0, start)
+    t1 = text.index('</table>', end) + len('</table>')
+    open_tag, thead = text[t0:text.index('>', t0) + 1], text[text.index('>', t0) + 1:start - len('<tbody>')]
+    rest = (f'<details class="folded-table">{_summary(len(rows))}{open_tag}{thead}<tbody>\n'
+            + '\n'.join(rows[cut:]) + '\n</tbody></table></details>')
+    first = text[t0:start] + '\n' + '\n'.join(rows[:cut]) + '\n</tbody></table>'
+    return text[:t0] + first + rest + text[t1:]
 
 _FIGURE_KEY = re.compile(r'^Fig(?:ure|\.)?s?\s+([A-Z]?)(\d+)([a-z]*)\b(.*)$')
 
@@ -457,14 +548,15 @@ def process(src: Path, dst: Path, title: str, banner: str|None = None, footer: s
     """The page notebook of `src` (a notebook, or an executed copy papermill wrote), or of `prepared`, the executed
     copy of `src` that `prepare` made, through nbdev's processors and `_to_myst`, written to `dst`. Returns the title.
     `current`: the notebook in nbs/ that the executed copy `src` ran, whose markdown the page shows
-    (`with_current_text`). Such a page shows `figures`, (seed, [(items, path from the page, repository path)]), the
-    figures that run saved, each after the cell that saved it (`with_figures`)."""
+    (`with_current_text`). Such a page shows its parameters once (`one_parameters_cell`) and `figures`, (seed,
+    [(items, path from the page, repository path)]), the figures that run saved, each after the cell that saved it
+    (`with_figures`)."""
     from execnb.nbio import read_nb, dict2nb
     from nbdev.process import NBProcessor
     if current is not None:
         read = lambda f: json.loads(f.read_text(encoding='utf-8'))
         where = src.relative_to(ROOT).as_posix() if src.is_relative_to(ROOT) else str(src)
-        d = with_current_text(read(src), read(current), where)
+        d = one_parameters_cell(with_current_text(read(src), read(current), where))
         if figures: d = with_figures(d, figures[1], figures[0])
         nb = dict2nb(d)
     else: nb = read_nb(prepared or src)
@@ -590,7 +682,7 @@ def exp_footer(name: str, scale: str|None, prov: list[dict]) -> str|None:
     return ('## Records of this notebook beside the paper\n\n'
             f'The current seeds in `results/{scale}/records/{name}.seed*.csv`, aggregated (mean ± sample std over seeds); '
             "*paper* is the paper's own number where it prints one." + left + '\n\n'
-            + (records_table(current) if not current.empty else 'No seed of it is current.') + '\n')
+            + (folded_md_table(records_table(current)) if not current.empty else 'No seed of it is current.') + '\n')
 
 def lib_banner(skipped: int, seconds: float) -> str:
     s = (f' {skipped} cell(s) tagged `#| notest` or `#| gpu` were not run; each says so in its output.' if skipped else '')

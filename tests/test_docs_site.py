@@ -2,7 +2,7 @@
 127.0.0.1, open every page in headless Chromium with the network shut, and fail on a broken internal
 link, a missing image or other resource, math that did not render, a console error, or any request
 that leaves the machine; and on every paper page, fail unless it shows the figure files its run saved for the seed
-it shows. Screenshots of the home
+it shows, its parameters once, long lines wrapped at the box's edge and long tables folded. Screenshots of the home
 page, the results overview, one paper page and one library page are written to docs/_site/_screenshots/ (the test
 prints their paths).
 
@@ -305,3 +305,43 @@ def test_paper_pages_show_their_figures(server):
     assert not problems, '\n'.join(problems)
     assert total > 0, 'no paper page shows a figure'
 
+
+ROWS_AT_ONCE = 25      # docs/build.py's TABLE_FOLD_AFTER: a longer table shows its first rows and folds the others
+
+def test_paper_pages_read_well(server):
+    """Every paper page, in the browser: its parameters show once (one cell, with the seed of the run the page shows,
+    no second cell of papermill's injected parameters); no line of code or printed output runs past its box (long
+    lines wrap); no table shows more than ROWS_AT_ONCE rows unfolded, and a folded table's "show all" opens the rows
+    it hides."""
+    problems, folded = [], []
+    with _chromium(server) as page:
+        for f in _paper_pages():
+            run = _shown_run(f.stem)
+            page.goto(server + f.relative_to(SITE).as_posix(), wait_until='load')
+            got = page.evaluate('''(most) => ({
+                params: [...document.querySelectorAll('article div.cell.tag_parameters')].map(c => c.textContent),
+                injected: document.querySelectorAll('article div.cell.tag_injected-parameters').length,
+                cut: [...document.querySelectorAll('article div.cell_input pre, article div.cell_output pre')]
+                     .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60)),
+                long: [...document.querySelectorAll('article table')].filter(t => !t.closest('details'))
+                      .map(t => t.querySelectorAll('tbody tr').length).filter(n => n > most),
+                folded: document.querySelectorAll('article details.folded-table').length,
+            })''', ROWS_AT_ONCE)
+            if run:
+                seeds = [m.group(1) for m in (re.search(r'^\s*seed\s*=\s*(\S+)', t, re.M) for t in got['params']) if m]
+                if len(got['params']) != 1 or got['injected'] or seeds != [str(run[1])]:
+                    problems.append(f"{f.stem}: {len(got['params'])} parameters cell(s) and {got['injected']} injected "
+                                    f"one(s), seeds {seeds}; the run's seed is {run[1]}")
+            problems += [f'{f.stem}: a line of code or output runs past its box: {t!r}' for t in got['cut']]
+            problems += [f'{f.stem}: a table shows {n} rows unfolded' for n in got['long']]
+            if got['folded']: folded.append(f)
+        assert folded, 'no paper page folds a table: the records table of 20_fastfill_imagenet (100+ rows) should be'
+        page.goto(server + folded[0].relative_to(SITE).as_posix(), wait_until='load')
+        d = page.locator('article details.folded-table').first
+        hidden = lambda: d.evaluate("e => [...e.querySelectorAll('tbody tr')].filter(r => !r.checkVisibility()).length")
+        n = d.evaluate("e => e.querySelectorAll('tbody tr').length")
+        if not (n and hidden() == n):
+            problems.append(f'{folded[0].stem}: a folded table shows its rows before "show all"')
+        d.locator('summary').click()
+        if hidden(): problems.append(f'{folded[0].stem}: "show all" leaves {hidden()} of {n} rows hidden')
+    assert not problems, '\n'.join(problems)

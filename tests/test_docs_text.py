@@ -85,6 +85,21 @@ def test_the_records_table_leaves_out_stale_seeds(B, tmp_path, monkeypatch):
     assert 'No seed of it is current.' in none and 'seeds 0, 1, 2' in none
 
 
+def test_the_parameters_show_once_with_the_values_the_run_used(B, tmp_path):
+    "A paper page shows one parameters cell: the notebook's, with papermill's injected values, its comments kept."
+    merged = B.merge_parameters("seed = 0\nscale = 'tiny'   # 'smoke', 'tiny' or 'paper'\nepochs = None",
+                                '# Parameters\nseed = 2\nscale = "tiny"\ndevice = "cpu"\n')
+    assert merged.splitlines() == [B.PARAMS_NOTE, 'seed = 2', """scale = "tiny"   # 'smoke', 'tiny' or 'paper'""",
+                                   'epochs = None', 'device = "cpu"']
+    cur, ex = _notebooks(tmp_path)
+    page = tmp_path/'page.ipynb'
+    B.process(ex, page, '20_x', current=cur)
+    code = [c for c in _load(page)['cells'] if c['cell_type'] == 'code']
+    params = [''.join(c['source']) for c in code if 'seed =' in ''.join(c['source'])]
+    assert params == [B.PARAMS_NOTE + '\nseed = 3'], params
+    assert not any('injected-parameters' in c['metadata'].get('tags', []) for c in code)
+
+
 def test_each_figure_goes_after_the_cell_that_saved_it(B):
     """`saving_cell`: a literal save, a library function's `figure=`, an f-string's prefix, a call naming the item,
     then a save by variable under a heading naming the figure (or naming none); `figures_named` reads ranges."""
@@ -108,3 +123,20 @@ def test_each_figure_goes_after_the_cell_that_saved_it(B):
     assert src[6].startswith('```{figure} figures/x.png') and 'seed 2' in src[6]     # right after cell 5
     assert src[-2].startswith('## Figures') and src[-1].startswith('```{figure} figures/y.png')   # no cell fits
 
+
+def test_a_long_table_shows_its_first_rows_and_folds_the_others(B):
+    head = ['| a | b |', '|---|---|']
+    rows = [f'| {i} | x |' for i in range(B.TABLE_FOLD_AFTER + 5)]
+    short = '\n'.join(head + rows[:B.TABLE_FOLD_AFTER])
+    assert B.folded_md_table(short) == short
+    folded = B.folded_md_table('\n'.join(head + rows)).split('<details class="folded-table">')
+    assert folded[0].count('| x |') == B.TABLE_ROWS_SHOWN and folded[1].count('| x |') == len(rows) - B.TABLE_ROWS_SHOWN
+    assert folded[1].count('| a | b |') == 1 and folded[1].rstrip().endswith('</details>')
+    # an HTML table (pandas' to_html) never splits a rowspan group
+    trs = ['<tr><th rowspan="4">g</th><td>0</td></tr>'] + [f'<tr><td>{i}</td></tr>' for i in range(1, 40)]
+    trs[B.TABLE_ROWS_SHOWN - 2] = '<tr><th rowspan="4">h</th><td>x</td></tr>'
+    html = ('<p>t</p><table class="dataframe"><thead><tr><th>v</th></tr></thead><tbody>' + ''.join(trs)
+            + '</tbody></table>')
+    first, rest = B.folded_html_table(html).split('<details class="folded-table">')
+    assert first.count('<tr>') - 1 == B.TABLE_ROWS_SHOWN + 2 and rest.count('<tr>') - 1 == 40 - B.TABLE_ROWS_SHOWN - 2
+    assert first.startswith('<p>t</p><table class="dataframe"><thead>') and '<thead>' in rest
