@@ -215,6 +215,8 @@ def test_site_in_chromium(server):
                 pages_with_math += 1
                 page.wait_for_function('() => window.MathJax && MathJax.startup && MathJax.startup.promise', timeout=20000)
                 page.evaluate('() => MathJax.startup.promise')
+                # the fonts MathJax asked for once typeset: leaving the page earlier aborts their requests (a failure)
+                page.evaluate('() => document.fonts.ready.then(() => true)')
                 bad = page.evaluate('''() => [...document.querySelectorAll('.math')]
                     .filter(e => !e.querySelector('mjx-container') || e.querySelector('mjx-merror'))
                     .map(e => e.textContent.slice(0, 80))''')
