@@ -1,7 +1,7 @@
-"""The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, benchmarks/bct_face_probe.py)
-still run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it
-promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a probe and its results
-stay in step."""
+"""The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py and
+ract_keys_probe.py) still run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every
+variant and pair it promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a
+probe and its results stay in step."""
 
 import os, subprocess, sys
 from pathlib import Path
@@ -11,10 +11,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-import bct_face_probe, fastfill_disc_probe  # noqa: E402
+import bct_face_probe, fastfill_disc_probe, ract_keys_probe  # noqa: E402
 
 
-def run_probe(name: str, tmp_path: Path) -> Path:
+def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
+    "Run benchmarks/<name>.py at smoke scale on seed 0 and a scratch cache; its output path without suffix."
     out = tmp_path / name
     env = dict(
         os.environ,
@@ -22,23 +23,18 @@ def run_probe(name: str, tmp_path: Path) -> Path:
         COMPATREPRO_PROGRESS='0',
         COMPATREPRO_CACHE=str(tmp_path / 'cache'),
     )
-    r = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / 'benchmarks' / f'{name}.py'),
-            '--scale',
-            'smoke',
-            '--seeds',
-            '0',
-            '--out',
-            str(out) + ('.csv' if name == 'bct_face_probe' else ''),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=900,
-    )
+    out_arg = str(out) + ('' if name == 'fastfill_disc_probe' else '.csv')  # the disc probe writes two CSVs
+    cmd = [
+        sys.executable,
+        str(ROOT / 'benchmarks' / f'{name}.py'),
+        '--scale',
+        'smoke',
+        '--seeds',
+        '0',
+        '--out',
+        out_arg,
+    ]
+    r = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
@@ -60,6 +56,16 @@ def bct_rows_ok(t: pd.DataFrame, seeds):
     assert compat[[f'eq. 2 ({p})' for p in bct_face_probe.POINTS]].notna().all().all()
 
 
+def ract_rows_ok(t: pd.DataFrame, seeds, allocations):
+    from compatrepro.ract import RACT_TESTS
+
+    assert set(t['reading']) == {ract_keys_probe.PACKAGE, ract_keys_probe.AUTHORS}
+    per = len(RACT_TESTS) * len(allocations)  # each test and allocation: vanilla and ours, then ours the other way
+    assert len(t) == len(seeds) * 3 * per and set(t['allocation']) == set(allocations)
+    assert (t[t['reading'] == ract_keys_probe.AUTHORS]['model'] == 'ours').all()
+    assert t.filter(like='mean NFR@1').notna().all().all()
+
+
 def test_fastfill_disc_probe_runs(tmp_path):
     out = run_probe('fastfill_disc_probe', tmp_path)
     disc_rows_ok(pd.read_csv(f'{out}.csv'), pd.read_csv(f'{out}_epochs.csv'), [0])
@@ -69,11 +75,20 @@ def test_bct_face_probe_runs(tmp_path):
     bct_rows_ok(pd.read_csv(run_probe('bct_face_probe', tmp_path).with_suffix('.csv')), [0])
 
 
-@pytest.mark.parametrize('name', ['fastfill_disc_probe', 'bct_face_probe'])
+def test_ract_keys_probe_runs(tmp_path):
+    out = run_probe('ract_keys_probe', tmp_path, '--allocations', 'expansion')
+    ract_rows_ok(pd.read_csv(out.with_suffix('.csv')), [0], ['expansion'])
+
+
+@pytest.mark.parametrize('name', ['fastfill_disc_probe', 'bct_face_probe', 'ract_keys_probe'])
 def test_committed_probe_results_are_whole(name):
     t = pd.read_csv(ROOT / 'benchmarks' / f'{name}.csv')
     assert (t['seed'].sort_values().unique() == [0, 1, 2]).all()
     if name == 'bct_face_probe':
         bct_rows_ok(t, [0, 1, 2])
+    elif name == 'ract_keys_probe':
+        from compatrepro.ract import RACT_ALLOCATIONS
+
+        ract_rows_ok(t, [0, 1, 2], list(RACT_ALLOCATIONS))
     else:
         disc_rows_ok(t, pd.read_csv(ROOT / 'benchmarks' / f'{name}_epochs.csv'), [0, 1, 2])

@@ -1,0 +1,116 @@
+"""Does it matter that OpenCompatible's ra-comp gives the new-to-new keys no gradient?
+
+The loss conformance (docs/conformance.md) found one difference in RACT's eq. 6: with `gather_all`, its config's
+setting, OpenCompatible takes the keys phi_new(k) of the new-to-new negatives from `torch.distributed.all_gather`,
+which carries no gradient, so only the anchor phi_new(x) learns from them; the package differentiates through the
+keys, as eq. 6 is written. This script trains RACT's 'ours' (ra-comp) new model both ways on 41's specs (R50 -> R50,
+each data allocation) and measures the hot-refresh curve on each test set in 41's random order:
+
+- the package's reading, from the artifact cache as `41_ract_hot_refresh` trains it;
+- OpenCompatible's, trained on a scratch copy of the cache with `compatrepro.train.ract_keys` returning the batch's
+  keys detached (which gives OpenCompatible's gradient exactly: `tests/test_loss_conformance.py`).
+
+'vanilla' (comp, eq. 5, whose keys are old features and carry no gradient either way) is measured beside them.
+
+    python benchmarks/ract_keys_probe.py --seeds 0 1 2 --out benchmarks/ract_keys_probe.csv
+
+Rows: seed, allocation, test, model, reading, the curve's mean metric and mean NFR@1, and the metric at 0 % and 100 %.
+The models come from the artifact cache ($COMPATREPRO_CACHE; trained there first: a few minutes a seed)."""
+
+import argparse, os, shutil, tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+PACKAGE, AUTHORS = 'keys with gradient (package, eq. 6)', 'keys without gradient (OpenCompatible, gather_all)'
+
+
+@contextmanager
+def detached_keys():
+    "While training: RACT's keys are the batch's features without gradient, as OpenCompatible's all_gather gives them."
+    import compatrepro.train as T
+
+    real = T.ract_keys
+    T.ract_keys = lambda phi_new, phi_old, labels: (phi_new.detach(), phi_old, labels)
+    try:
+        yield
+    finally:
+        T.ract_keys = real
+
+
+def curve_rows(curves: dict, metric: str, **where) -> list:
+    return [
+        dict(
+            **where,
+            model=m,
+            **{
+                f'mean {metric}': c[metric].mean(),
+                'mean NFR@1': c['NFR@1'].mean(),
+                f'{metric} at 0%': c[metric].iloc[0],
+                f'{metric} at 100%': c[metric].iloc[-1],
+            },
+        )
+        for m, c in curves.items()
+    ]
+
+
+def probe_seed(seed: int, scale: str, allocations) -> list:
+    from compatrepro.core import ExperimentParams, RunContext, current_context, set_context
+    from compatrepro.specs import backbone_key
+    from compatrepro.ract import RACT_TESTS, ract_random_curves, ract_specs
+
+    P = ExperimentParams(seed=seed, scale=scale, device='cpu')
+    set_context(RunContext.from_env(device='cpu', progress=False))
+    main = current_context().cache.root
+    rows = []
+    for alloc in allocations:
+        S = ract_specs(P, alloc, 'R50', ('vanilla', 'ours'))  # 41's R50 -> R50 models
+        for test, (_, metric) in RACT_TESTS.items():
+            curves, _ = ract_random_curves(S, test, P, ['vanilla', 'ours'])
+            rows += curve_rows(curves, metric, seed=seed, allocation=alloc, test=test, reading=PACKAGE)
+        with tempfile.TemporaryDirectory() as tmp:  # the cache without 'ours' and without any features
+            scratch = Path(tmp) / 'cache'
+            shutil.copytree(main, scratch, ignore=shutil.ignore_patterns('features', 'checkpoints', 'locks'))
+            set_context(RunContext(cache=scratch, device='cpu', progress=False))
+            current_context().cache.path('backbone', backbone_key(S['ours'])).unlink()
+            with detached_keys():
+                for test, (_, metric) in RACT_TESTS.items():
+                    curves, _ = ract_random_curves(S, test, P, ['ours'])
+                    rows += curve_rows(curves, metric, seed=seed, allocation=alloc, test=test, reading=AUTHORS)
+            set_context(RunContext(cache=main, device='cpu', progress=False))
+        for r in rows[-9:]:
+            print(
+                f"seed {seed} {alloc} {r['test']:10s} {r['model']:7s} {r['reading'][:22]:22s} "
+                + ' '.join(f'{k} {v:.2f}' for k, v in r.items() if k.startswith(('mean', 'mAP', 'rmAP'))),
+                flush=True,
+            )
+    return rows
+
+
+def main(argv=None):
+    from compatrepro.ract import RACT_ALLOCATIONS
+
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    ap.add_argument('--allocations', nargs='+', default=list(RACT_ALLOCATIONS), choices=list(RACT_ALLOCATIONS))
+    ap.add_argument('--cache', help='artifact cache (default: $COMPATREPRO_CACHE)')
+    ap.add_argument('--out', default='benchmarks/ract_keys_probe.csv')
+    ap.add_argument('--threads', type=int, default=1, help='torch threads (1, as compatrepro reproduce trains)')
+    ap.add_argument(
+        '--scale', default='tiny', choices=('tiny', 'smoke'), help="'smoke': a few seconds, to check it runs"
+    )
+    a = ap.parse_args(argv)
+    if a.cache:
+        os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
+    import torch
+
+    torch.set_num_threads(a.threads)
+    rows = []
+    for s in a.seeds:
+        rows += probe_seed(s, a.scale, a.allocations)
+        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
+
+
+if __name__ == '__main__':
+    main()
