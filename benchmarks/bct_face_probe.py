@@ -18,10 +18,11 @@ and on IJB-C's 1:1 images (unseen), as `bct_seen_unseen.py` measures it.
 
 Models come from the artifact cache ($COMPATREPRO_CACHE; trained there first: about 25 minutes a seed on one thread)."""
 
-import argparse, os
 from dataclasses import replace
 
 import numpy as np, pandas as pd
+
+from probe_args import apply_probe_arguments, probe_arguments
 
 MODELS = ('new-β', 'new-β-sys', 'new-l2 (MSE)')
 POINTS = ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2', 'rank1')
@@ -79,20 +80,8 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    ap.add_argument('--cache', help='artifact cache (default: $COMPATREPRO_CACHE)')
-    ap.add_argument('--out', default='benchmarks/bct_face_probe.csv')
-    ap.add_argument('--threads', type=int, default=1, help="torch threads (1, as compatrepro reproduce trains)")
-    ap.add_argument(
-        '--scale', default='tiny', choices=('tiny', 'smoke'), help="'smoke': a few seconds, to check it runs"
-    )
-    a = ap.parse_args(argv)
-    if a.cache:
-        os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
-    import torch
-
-    torch.set_num_threads(a.threads)
+    a = probe_arguments(__doc__, 'benchmarks/bct_face_probe.csv').parse_args(argv)
+    apply_probe_arguments(a)
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale)

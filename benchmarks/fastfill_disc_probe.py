@@ -22,10 +22,11 @@ writes `<out>.csv` (one row per seed and variant) and `<out>_epochs.csv` (one ro
 backbones come from the artifact cache ($COMPATREPRO_CACHE; trained there first if missing: about 5 minutes a seed on
 one thread); each transformation trains in about 20 s."""
 
-import argparse, os
 from contextlib import contextmanager
 
 import numpy as np, pandas as pd
+
+from probe_args import apply_probe_arguments, probe_arguments
 
 EVALS = ('l2', 'cosine')
 
@@ -166,20 +167,8 @@ def probe_seed(seed: int, scale: str = 'tiny') -> tuple[list, list]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    ap.add_argument('--cache', help='artifact cache (default: $COMPATREPRO_CACHE)')
-    ap.add_argument('--out', default='benchmarks/fastfill_disc_probe', help='prefix of the two CSV files')
-    ap.add_argument('--threads', type=int, default=1, help="torch threads (1, as compatrepro reproduce trains)")
-    ap.add_argument(
-        '--scale', default='tiny', choices=('tiny', 'smoke'), help="'smoke': a few seconds, to check it runs"
-    )
-    a = ap.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(a.threads)
-    if a.cache:
-        os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
+    a = probe_arguments(__doc__, 'benchmarks/fastfill_disc_probe', 'prefix of the two CSV files').parse_args(argv)
+    apply_probe_arguments(a)
     rows, epochs = [], []
     for s in a.seeds:
         r, e = probe_seed(s, a.scale)

@@ -17,11 +17,13 @@ each data allocation) and measures the hot-refresh curve on each test set in 41'
 Rows: seed, allocation, test, model, reading, the curve's mean metric and mean NFR@1, and the metric at 0 % and 100 %.
 The models come from the artifact cache ($COMPATREPRO_CACHE; trained there first: a few minutes a seed)."""
 
-import argparse, os, shutil, tempfile
+import shutil, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+
+from probe_args import apply_probe_arguments, probe_arguments
 
 PACKAGE, AUTHORS = 'keys with gradient (package, eq. 6)', 'keys without gradient (OpenCompatible, gather_all)'
 
@@ -91,21 +93,10 @@ def probe_seed(seed: int, scale: str, allocations) -> list:
 def main(argv=None):
     from compatrepro.ract import RACT_ALLOCATIONS
 
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    ap = probe_arguments(__doc__, 'benchmarks/ract_keys_probe.csv')
     ap.add_argument('--allocations', nargs='+', default=list(RACT_ALLOCATIONS), choices=list(RACT_ALLOCATIONS))
-    ap.add_argument('--cache', help='artifact cache (default: $COMPATREPRO_CACHE)')
-    ap.add_argument('--out', default='benchmarks/ract_keys_probe.csv')
-    ap.add_argument('--threads', type=int, default=1, help='torch threads (1, as compatrepro reproduce trains)')
-    ap.add_argument(
-        '--scale', default='tiny', choices=('tiny', 'smoke'), help="'smoke': a few seconds, to check it runs"
-    )
     a = ap.parse_args(argv)
-    if a.cache:
-        os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
-    import torch
-
-    torch.set_num_threads(a.threads)
+    apply_probe_arguments(a)
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale, a.allocations)
