@@ -32,16 +32,27 @@ HERE = Path(__file__).resolve().parent / 'conformance'
 TOL = 1e-12  # float64 cases: every agreeing value matches to ~1e-14
 
 
-def load(name: str) -> tuple[dict, dict]:
-    "The fixture `losses_<name>.json` and its regenerated inputs (bit-identical to the authors' run, by fingerprint)."
-    doc = json.loads((HERE / f'losses_{name}.json').read_text())
+def load(stem: str) -> tuple[dict, dict]:
+    "The fixture `<stem>.json` and its regenerated inputs (bit-identical to the authors' run, by fingerprint)."
+    doc = json.loads((HERE / f'{stem}.json').read_text())
     ns = {'np': np}
     exec('\n'.join(doc['recipe']), ns)
     for k, fp in doc['fingerprints'].items():
         assert fingerprint(ns[k]) == fp, (
-            f"the recipe of losses_{name}.json no longer regenerates {k} (numpy changed its streams?)"
+            f"the recipe of {stem}.json no longer regenerates {k} (numpy changed its streams?)"
         )
     return doc, ns
+
+
+def state_fingerprint(model) -> str:
+    "The fingerprint of a network's state, every tensor in order (the fixtures' `initial_state_fingerprint`)."
+    return fingerprint(np.concatenate([v.double().numpy().ravel() for v in model.state_dict().values()]))
+
+
+def mse_of_unit(f, old):
+    "nn.MSELoss of the L2-normalised features, as 2/d times eq. 3 of unit ones (both authors' l2 baselines)."
+    d = f.shape[1]
+    return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(old, dim=1))
 
 
 def case(doc: dict, name: str) -> dict:
@@ -74,7 +85,7 @@ def assert_still_differs(ours: tuple, c: dict, grad_key: str = 'grad_feat_new', 
 
 
 # ---------------------------------------------------------------- RACT: TencentARC/OpenCompatible
-RACT, R = load('ract')
+RACT, R = load('losses_ract')
 R_T = lambda k: torch.tensor(R[k])
 R_Y = torch.tensor(R['labels'])
 RACT_AGREE = {
@@ -117,16 +128,11 @@ def test_ra_comp_with_detached_keys_is_opencompatibles_gather_all():
 
 def test_ract_l2_is_mse_of_unit_features():
     "OpenCompatible's l2 is nn.MSELoss of unit features: 2/d times eq. 3's half squared distance of unit features."
-    d = R['feat_new'].shape[1]
-
-    def mse_of_unit(f):
-        return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(R_T('feat_old'), dim=1))
-
-    assert_agrees(value_and_grad(mse_of_unit, R['feat_new']), case(RACT, 'l2')['authors'])
+    assert_agrees(value_and_grad(lambda f: mse_of_unit(f, R_T('feat_old')), R['feat_new']), case(RACT, 'l2')['authors'])
 
 
 # ---------------------------------------------------------------- BCT: YantaoShen/openBCT
-BCT, B = load('bct')
+BCT, B = load('losses_bct')
 B_T = lambda k: torch.tensor(B[k])
 B_Y = torch.tensor(B['labels'])
 C_OLD = len(B['old_of_new'])
@@ -177,18 +183,15 @@ def test_bct_l2_is_mse_of_unit_features_and_differs_from_eq3():
     "openBCT's l2 (--l2 --use-feat) is nn.MSELoss of unit features; the package's l2 term is eq. 3 on raw ones."
     c = case(BCT, 'l2_same_dims')
     d = B['feat_new'].shape[1]
-
-    def mse_of_unit(f):
-        return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(B_T('feat_old'), dim=1))
-
-    assert_agrees(value_and_grad(mse_of_unit, B['feat_new']), c['authors'], value_key='l2')
+    unit_mse = value_and_grad(lambda f: mse_of_unit(f, B_T('feat_old')), B['feat_new'])
+    assert_agrees(unit_mse, c['authors'], value_key='l2')
     assert_still_differs(
         value_and_grad(lambda f: 2 / d * L.l2_regression_loss(f, B_T('feat_old')), B['feat_new']), c, value_key='l2'
     )
 
 
 # ---------------------------------------------------------------- FastFill: eqs. 3-5 (no public code)
-FF, FFI = load('fastfill')
+FF, FFI = load('losses_fastfill')
 
 
 def test_fastfill_eq5_agrees_with_the_equation():
@@ -227,7 +230,7 @@ def test_fastfill_eq4_agrees_with_the_equation():
 
 
 # ---------------------------------------------------------------- RM: eqs. 9-14 (no public code)
-RM, RMI = load('rm')
+RM, RMI = load('losses_rm')
 RM_TERMS = {
     'rqt': lambda r, n, y, kw: L.rqt_loss(r, n.new_tensor(RMI['phi_old']), dist=kw['dist']),
     'cl': lambda r, n, y, kw: L.cl_loss(r, r.new_tensor(RMI['phi_old']), y, **kw),
@@ -254,7 +257,7 @@ def test_rm_loss_agrees_with_the_equations(name, term):
 
 
 # ---------------------------------------------------------------- FCT: apple/ml-fct, the loss and one epoch of its loop
-FCT, FI = load('fct')
+FCT, FI = load('losses_fct')
 
 
 def fct_spec():
@@ -285,8 +288,7 @@ def test_fct_loss_is_d_times_mlfcts_mse():
 
     seed_everything(fct_spec().seed)
     net = M.make_transformation('fct', old_dim=4, new_dim=4, side_dim=4, inner_dim=8).train()
-    init = np.concatenate([v.double().numpy().ravel() for v in net.state_dict().values()])
-    assert fingerprint(init) == FCT['initial_state_fingerprint'], (
+    assert state_fingerprint(net) == FCT['initial_state_fingerprint'], (
         "the package draws other initial weights: remake the fixture"
     )
     loss = L.fct_l2_loss(net(o, s), n)
@@ -325,7 +327,7 @@ def test_fct_epoch_equals_mlfcts_loop_with_the_squared_norm_and_differs_with_its
 
 
 # ---------------------------------------------------------------- BCT: one training step of openBCT's train()
-STEP = json.loads((HERE / 'bct_step_openbct.json').read_text())
+STEP, SI = load('bct_step_openbct')
 
 
 def test_bct_step_equals_openbcts_train():
@@ -334,14 +336,9 @@ def test_bct_step_equals_openbcts_train():
     from compatrepro.specs import CompatSpec, BackboneSpec
     from compatrepro.train import initial_model, train_backbone
 
-    ns = {'np': np}
-    exec('\n'.join(STEP['recipe']), ns)
-    for k, fp in STEP['fingerprints'].items():
-        assert fingerprint(ns[k]) == fp, k
-
     def dataset(old_classes_only: bool):
         ds = TinyDataset(n=18, c=6, size=16)
-        ds.images, ds.labels = torch.from_numpy(ns['images']), ns['labels']
+        ds.images, ds.labels = torch.from_numpy(SI['images']), SI['labels']
         if old_classes_only:
             keep = ds.labels < 3
             ds.images, ds.labels = ds.images[torch.from_numpy(keep)], ds.labels[keep]
@@ -352,8 +349,7 @@ def test_bct_step_equals_openbcts_train():
     old_spec = BackboneSpec(split='imagenet-500', **common)
     spec = BackboneSpec(split='imagenet-1k', compat=CompatSpec('bct', old_spec), **common)
     new0 = initial_model(spec, dataset(False))
-    init = np.concatenate([v.double().numpy().ravel() for v in new0.state_dict().values()])
-    assert fingerprint(init) == STEP['initial_state_fingerprint'], (
+    assert state_fingerprint(new0) == STEP['initial_state_fingerprint'], (
         "the package draws other initial weights: remake the fixture"
     )
     art = train_backbone(
