@@ -65,28 +65,31 @@ def probe_seed(seed: int, scale: str, allocations) -> list:
     P = ExperimentParams(seed=seed, scale=scale, device='cpu')
     set_context(RunContext.from_env(device='cpu', progress=False))
     main = current_context().cache.root
+    specs = {alloc: ract_specs(P, alloc, 'R50', ('vanilla', 'ours')) for alloc in allocations}  # 41's R50 -> R50
     rows = []
-    for alloc in allocations:
-        S = ract_specs(P, alloc, 'R50', ('vanilla', 'ours'))  # 41's R50 -> R50 models
-        for test, (_, metric) in RACT_TESTS.items():
-            curves, _ = ract_random_curves(S, test, P, ['vanilla', 'ours'])
-            rows += curve_rows(curves, metric, seed=seed, allocation=alloc, test=test, reading=PACKAGE)
-        with tempfile.TemporaryDirectory() as tmp:  # the cache without 'ours' and without any features
-            scratch = Path(tmp) / 'cache'
-            shutil.copytree(main, scratch, ignore=shutil.ignore_patterns('features', 'checkpoints', 'locks'))
-            set_context(RunContext(cache=scratch, device='cpu', progress=False))
+
+    def measure(models: list, reading: str):
+        for alloc, S in specs.items():
+            for test, (_, metric) in RACT_TESTS.items():
+                curves, _ = ract_random_curves(S, test, P, models)
+                rows.extend(curve_rows(curves, metric, seed=seed, allocation=alloc, test=test, reading=reading))
+
+    measure(['vanilla', 'ours'], PACKAGE)
+    with tempfile.TemporaryDirectory() as tmp:  # one copy of the cache without 'ours' and without any features
+        scratch = Path(tmp) / 'cache'
+        shutil.copytree(main, scratch, ignore=shutil.ignore_patterns('features', 'checkpoints', 'locks'))
+        set_context(RunContext(cache=scratch, device='cpu', progress=False))
+        for S in specs.values():
             current_context().cache.path('backbone', backbone_key(S['ours'])).unlink()
-            with detached_keys():
-                for test, (_, metric) in RACT_TESTS.items():
-                    curves, _ = ract_random_curves(S, test, P, ['ours'])
-                    rows += curve_rows(curves, metric, seed=seed, allocation=alloc, test=test, reading=AUTHORS)
-            set_context(RunContext(cache=main, device='cpu', progress=False))
-        for r in rows[-9:]:
-            print(
-                f"seed {seed} {alloc} {r['test']:10s} {r['model']:7s} {r['reading'][:22]:22s} "
-                + ' '.join(f'{k} {v:.2f}' for k, v in r.items() if k.startswith(('mean', 'mAP', 'rmAP'))),
-                flush=True,
-            )
+        with detached_keys():
+            measure(['ours'], AUTHORS)
+        set_context(RunContext(cache=main, device='cpu', progress=False))
+    for r in rows:
+        print(
+            f"seed {seed} {r['allocation']} {r['test']:10s} {r['model']:7s} {r['reading'][:22]:22s} "
+            + ' '.join(f'{k} {v:.2f}' for k, v in r.items() if k.startswith(('mean', 'mAP', 'rmAP'))),
+            flush=True,
+        )
     return rows
 
 
