@@ -29,7 +29,7 @@ __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'PENDING_COLUMNS', 'ITEM_KINDS
            'pending_text', 'norm_item', 'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table',
            'check_results', 'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'own_seconds',
            'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs',
-           'plan_wall', 'runs_to_do', 'reproduce']
+           'plan_wall', 'runs_to_do', 'print_plan', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -703,17 +703,37 @@ def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
         if p.get('finished') and p.get('duration') is not None: out[int(p['seed'])] = p
     return out
 
-def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None) -> pd.DataFrame:
+def _seeds_text(seeds) -> str:
+    "Seeds as a reader writes them: '0-2' for 0 1 2, else '0 1' or '0 2 5'."
+    s = sorted(int(x) for x in seeds)
+    return f'{s[0]}-{s[-1]}' if len(s) > 2 and s == list(range(s[0], s[-1] + 1)) else ' '.join(map(str, s))
+
+def _making_seconds(prov: dict, seed: int, charged: set, cache: Path|None) -> float:
+    """Seconds of making the artifacts that the run `prov` used, for a run of `seed`: less those already `charged` to
+    that seed (a model is made once per seed, by the first run that needs it) and, with `cache`, those it holds; the
+    rest are charged now. A charge also names the seed of the run `prov` is: a seed never run is estimated from each
+    other seed's runs, whose models bear that seed's keys, and each of them shares its models as that seed did."""
+    making = 0.
+    for a, secs in (prov.get('artifacts') or {}).items():
+        kind, key = a.split('/', 1)
+        if (a, seed, prov.get('seed')) in charged or (cache is not None and (cache/kind/f'{key}.pt').exists()): continue
+        charged.add((a, seed, prov.get('seed'))); making += secs or 0.
+    return making
+
+def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None,
+              empty_cache: bool = False) -> pd.DataFrame:
     """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`, preferring runs made on
-    today's code (those the re-run ledger does not list): that seed's run, else the mean over the notebook's other seeds'
-    (else, where every run is listed, the same on the older runs), of the notebook's own time, plus the making of every
-    model and feature set that run used and the cache at `cache_root` lacks, each once per seed, charged to the first
-    run that needs it in the order given. Another seed's run tells how long its models took, not whether this seed's are
-    cached: they are all counted. A run whose versions changed (a bumped method, recipe or stand-in) makes all of its
-    artifacts again, under new keys. A run recorded before runs listed their artifacts gives only its own time:
-    `lower_bound` says so. One row per run: `minutes`, of which `making`, `lower_bound`, and its `basis`. The estimate
-    is for the machine and threads the recorded runs had; `plan_wall` turns it into wall time."""
-    res_dir, cache = Path(res_dir), Path(cache_root) if cache_root else ArtifactCache().root
+    today's code (those the re-run ledger does not list): that seed's run, else the mean over the notebook's other
+    seeds (else, where every run is listed, the same on the older runs), of the notebook's own time plus the making of
+    every model and feature set the run used and the cache at `cache_root` lacks (`empty_cache`: all of them), each
+    once per seed, charged to the first run that needs it in the order given. Another seed's run tells how long its
+    models took, not whether this seed's are cached: they are all counted. A run whose versions changed (a bumped
+    method, recipe or stand-in) makes all of its artifacts again, under new keys. A run recorded before runs listed
+    their artifacts gives only its own time: `lower_bound` says so. One row per run: `minutes`, of which `making`,
+    `lower_bound`, and its `basis`. The estimate is for the machine and threads the recorded runs had; `plan_wall`
+    turns it into wall time."""
+    res_dir = Path(res_dir)
+    cache = None if empty_cache else Path(cache_root) if cache_root else ArtifactCache().root
     reg, charged, rows, listed = registered_versions(), set(), [], pending_runs(res_dir)
     for stem, seed in runs:
         every = _last_runs(res_dir, stem)
@@ -722,19 +742,16 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         if not last:
             rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False, basis='never ran: unknown')); continue
         p = last.get(seed)
-        ps = [p] if p else list(last.values())
-        own = np.mean([own_seconds(q) for q in ps])
+        ps = [p] if p else [last[s] for s in sorted(last)]
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
-        making = 0.
-        for a, secs in (ps[0].get('artifacts') or {}).items():
-            kind, key = a.split('/', 1)
-            if (a, seed) in charged or (p and not bumped and (cache/kind/f'{key}.pt').exists()): continue
-            charged.add((a, seed)); making += secs or 0.
-        unlisted = 'artifacts' not in ps[0]
-        basis = (f'seed {seed}\'s last run' if p else f'the mean of seeds {" ".join(map(str, sorted(last)))}') + \
+        own = np.mean([own_seconds(q) for q in ps])
+        making = np.mean([_making_seconds(q, seed, charged, cache if p and not bumped else None) for q in ps])
+        unlisted = any('artifacts' not in q for q in ps)
+        basis = (f'seed {seed}\'s last run' if p else f'estimated from seeds {_seeds_text(last)} (their mean)') + \
                 (' on today\'s code' if today else ', made on older code (the ledger lists every run)') + \
                 ('; it did not list its models: their making is not counted' if unlisted else
                  '; versions changed: every model made again' if bumped else
+                 '; every model made (an empty cache)' if empty_cache else
                  '; models the cache holds are not made again' if p else '; its models all made for this seed')
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted, basis=basis))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])
@@ -778,6 +795,49 @@ def _pending_selection(res_dir: Path, notebooks: list[Path], seeds) -> tuple[set
     claims_seeds = {int(s) for n, s in zip(have.notebook, have.seed) if is_claims_notebook(n + '.ipynb') and paper_of_notebook(n + '.ipynb') in papers}
     return want, sorted({s for _, s in want} | claims_seeds)
 
+def _plan_source(*dirs: Path) -> Path:
+    "The first of the results folders `dirs` (one scale) that holds a recorded run: the one a plan is estimated from."
+    return next((d for d in dirs if any((d/'runs').glob('*.seed*.json'))), dirs[0])
+
+def _plan_totals(p: pd.DataFrame, n_jobs: int) -> str:
+    "The totals of the plan `p` (`plan_runs`): hours of one thread, those of making models, and wall hours at `n_jobs`."
+    low = 'at least ' if p.lower_bound.any() else ''
+    return (f"{low}{p.minutes.sum()/60:.1f} of one thread ({p.making.sum()/60:.1f} of them making models), "
+            f"{low or 'about '}{plan_wall(p.minutes, n_jobs)/60:.1f} of wall time at {n_jobs} at a time")
+
+def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_dir: str|Path|None = None,
+               again: bool = False, seeds=None, main_job: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Print what the (notebook, seed) `runs` should take, from the runs recorded under `known` (`plan_runs`), twice:
+    with the models the cache here holds, and from an empty cache. `again`: the runs (`seeds` of the notebooks) are
+    current under `res_dir`, and this is what running them again (--force) would cost; `main_job`: they are the
+    main job, `compatrepro reproduce`'s default (seed 0 of every experiment notebook). Returns both plans."""
+    known = Path(known); res_dir = Path(res_dir) if res_dir else known
+    here, empty = plan_runs(known, runs), plan_runs(known, runs, empty_cache=True)
+    if not len(here): print('Nothing to run.'); return here, empty
+    if again:
+        what = (f"seed{'s' * (len(seeds) > 1)} {_seeds_text(seeds)} of "
+                + ('every experiment notebook: the main job' if main_job else f'{here.notebook.nunique()} notebook(s)'))
+        print(f'Nothing to run: the {len(here)} run(s) chosen ({what}) are current under {res_dir}.')
+        head = 'Were they run again (--force, which with --plan lists each run), in hours'
+    else:
+        table = here.assign(empty_cache=empty.minutes).rename(columns={'minutes': 'cache_here'})
+        with pd.option_context('display.width', 250, 'display.max_colwidth', 110, 'display.max_rows', 500):
+            print(table[['notebook', 'seed', 'cache_here', 'empty_cache', 'basis']].round(1).to_string(index=False))
+        head = f'\n{len(here)} run(s), in hours (the table: minutes)'
+    print(head + ', on a machine like the one that recorded them'
+          + (f' (estimated from the runs recorded under {known})' if known != res_dir else '') + ':'
+          + f'\n  from an empty cache: {_plan_totals(empty, n_jobs)}'
+          + f'\n  with the cache here: {_plan_totals(here, n_jobs)} ({ArtifactCache().root})')
+    unknown, low = sorted(set(here.notebook[here.minutes.isna()])), int(here.lower_bound.sum())
+    if unknown: print(f"No estimate for {', '.join(unknown)}: never ran.")
+    if low: print(f'{low} run(s) recorded before runs listed their models count only their own time.')
+    if known != res_dir and not any((res_dir/'runs').glob('*.seed*.json')):
+        print(f'The runs would write under {res_dir}, which holds no run yet (a relative --out is taken from the '
+              'current folder).')
+    if not again: print('Start only what ends well before the session does: --only and --seeds choose a part, and each '
+                        'finished run can be committed.')
+    return here, empty
+
 def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only: list[str]|None = None,
               device: str = 'auto', out: str|Path = 'results', nbs: str|Path|None = None, force: bool = False,
               extra: dict|None = None, jobs: int|None = None, threads: int|None = None, show: bool = True,
@@ -786,8 +846,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     records are compared with those it replaces, or with those of the same run under `compare_with` (a results folder,
     e.g. the committed `results/`), and the comparison is printed and written to `rerun_comparison.csv`.
     `pending`: run what the re-run ledger lists instead (of the notebooks `only` selects, of `seeds`; None: all), and
-    take each run off the ledger as soon as it is current. `plan`: print what would run and its estimate
-    (`plan_runs`), and run nothing."""
+    take each run off the ledger as soon as it is current. `plan`: print what would run and its estimate, with the cache
+    here and from an empty one (`print_plan`), and run nothing."""
     check_scale(scale)
     if scale == 'paper' and not data_root: raise ValueError("--scale paper needs --data-root (see docs: running at paper scale)")
     nbs_dir, out = find_nbs_dir(nbs), Path(out).resolve()
@@ -821,18 +881,15 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
     if plan:
-        known = res_dir if any((res_dir/'runs').glob('*.seed*.json')) else base   # a new folder: the runs it is compared with
-        p = plan_runs(known, [(j.nb.stem, j.params['seed']) for j in todo])
-        with pd.option_context('display.width', 200, 'display.max_colwidth', 90, 'display.max_rows', 500):
-            print(p.round(1).to_string(index=False) if len(p) else 'Nothing to run.')
-        unknown, low = p.notebook[p.minutes.isna()].tolist(), int(p.lower_bound.sum())
-        print(f"\n{len(p)} run(s): {'at least ' if low else ''}{p.minutes.sum()/60:.1f} hours of one thread each ({p.making.sum()/60:.1f} "
-              f"of them making models), {'at least ' if low else 'about '}{plan_wall(p.minutes, n_jobs)/60:.1f} hours of wall time at "
-              f"{n_jobs} at a time, on a machine like the one that recorded them"
-              + (f"; no estimate for {', '.join(sorted(set(unknown)))} (never ran)" if unknown else '')
-              + (f"; {low} run(s) recorded before runs listed their models count only their own time" if low else '')
-              + (f"; estimated from the runs recorded under {known}" if known != res_dir else '')
-              + ".\nStart only what ends well before the session does: --only and --seeds choose a part, and each finished run can be committed.")
+        # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else
+        # the repository's committed ones, estimate it
+        known = _plan_source(res_dir, base, nbs_dir.parent/'results'/scale)
+        runs = [(j.nb.stem, j.params['seed']) for j in todo]
+        if not runs and not pending:    # all current: what the same runs would cost again (--force)
+            runs = sorted(((nb.stem, s) for nb in notebooks for s in seeds),
+                          key=lambda r: -_expected_seconds(known, *r))     # the longest first, as they would start
+        print_plan(known, runs, n_jobs, res_dir, again=not todo and not pending, seeds=seeds,
+                   main_job=only is None and list(seeds) == [0])
         return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, {min(n_jobs, max(1, len(todo)))} at a time; '
                 f'results in {res_dir}')

@@ -1,0 +1,80 @@
+"""`compatrepro reproduce --plan` on the committed results (`14_runs`): a seed never run is estimated from the other
+seeds' recorded costs, runs all current still say what running them again costs from an empty cache, and the plan
+reads the repository's runs from any working folder."""
+import contextlib, io, json, re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compatrepro.cli import main
+from compatrepro.runs import experiment_notebooks, own_seconds, pending_runs, run_outcome, run_state
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT/'results'/'tiny'
+WHERE = ['--out', str(ROOT/'results'), '--nbs', str(ROOT/'nbs')]
+
+
+def _plan(*args) -> str:
+    "What `compatrepro reproduce --plan ARGS` prints."
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out): assert main(['reproduce', '--plan', *args]) == 0
+    return out.getvalue()
+
+
+def _runs(nb: str) -> dict[int, dict]:
+    "seed -> provenance of the finished runs of `nb`, those on today's code (not in the re-run ledger) if any."
+    every = {p['seed']: p for p in (json.loads(f.read_text()) for f in TINY.glob(f'runs/{nb}.seed*.json'))
+             if p.get('finished') and p.get('duration') is not None}
+    listed = pending_runs(TINY)
+    return {s: p for s, p in every.items() if (nb, s) not in listed} or every
+
+
+def _cost_s(prov: dict) -> float:
+    "A run's cost from an empty cache: its own seconds and the making of every artifact it used."
+    return own_seconds(prov) + sum(v or 0. for v in (prov.get('artifacts') or {}).values())
+
+
+def _total(text: str, label: str) -> float:
+    "The hours of one thread a plan prints after `label` ('from an empty cache', 'with the cache here')."
+    return float(re.search(rf'^  {label}: (?:at least )?([\d.]+) of one thread', text, re.M).group(1))
+
+
+@pytest.mark.parametrize('nb', ['30_bct_ijbc', '21_fastfill_ablation'])
+def test_a_seed_never_run_costs_the_mean_of_the_others(nb):
+    runs = _runs(nb)
+    assert len(runs) >= 2, f'{nb} needs two recorded seeds'
+    unseen = max(runs) + 5
+    want = np.mean([_cost_s(p) for p in runs.values()])/60
+    text = _plan('--only', f'^{nb}$', '--seeds', str(unseen), *WHERE)
+    row = re.search(rf'^\s*{nb}\s+{unseen}\s+([\d.]+)\s+([\d.]+)\s+(.+)$', text, re.M)
+    assert row, text
+    here, empty, basis = float(row.group(1)), float(row.group(2)), row.group(3)
+    # a new seed makes its own models, whatever the cache holds: the same with it and from an empty one
+    assert want > 0 and abs(here - want) <= 0.051 and abs(empty - want) <= 0.051, (here, empty, want)
+    seeds = sorted(runs)
+    in_a_row = len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1))
+    said = f'{seeds[0]}-{seeds[-1]}' if in_a_row else ' '.join(map(str, seeds))
+    assert basis.startswith(f'estimated from seeds {said} (their mean)'), basis
+    assert 'never ran' not in text and abs(_total(text, 'from an empty cache') - want/60) <= 0.051, text
+
+
+def test_runs_all_current_still_cost_their_rerun_from_an_empty_cache():
+    current = [nb.stem for nb in experiment_notebooks(ROOT/'nbs')
+               if run_state(TINY, nb.stem, 0, ROOT/'nbs')[0] == 'current' and run_outcome(TINY, nb.stem, 0) is True]
+    assert current, 'no notebook has a current, finished seed 0 in the committed results'
+    provs = [_runs(nb)[0] for nb in current]
+    made = {k: v for p in provs for k, v in (p.get('artifacts') or {}).items()}     # each model made once for the seed
+    want = (sum(own_seconds(p) for p in provs) + sum(v or 0. for v in made.values()))/3600
+    text = _plan('--only', *(f'^{nb}$' for nb in current), '--seeds', '0', *WHERE)
+    assert text.startswith(f'Nothing to run: the {len(current)} run(s) chosen (seed 0 of '), text
+    empty, here = _total(text, 'from an empty cache'), _total(text, 'with the cache here')
+    assert empty > 0 and abs(empty - want) <= 0.051 and here <= empty, (empty, here, want, text)
+
+
+def test_the_plan_reads_the_repository_runs_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)          # no results/ here: every run would be made, estimated from the repository's
+    text = _plan('--only', '^30_bct_ijbc$', '--seeds', '0')
+    assert 'never ran' not in text and f'estimated from the runs recorded under {TINY}' in text, text
+    assert f'The runs would write under {tmp_path/"results"/"tiny"}, which holds no run yet' in text, text
+    assert _total(text, 'from an empty cache') > 0, text
