@@ -4,7 +4,7 @@
 
 # %% ../nbs/98_cli.ipynb #62297073
 from __future__ import annotations
-import argparse, contextlib, os, sys
+import argparse, contextlib, os, sys, textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +16,11 @@ from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pen
                               premise_text, reproduce, run_hours_text, status_table, findings_text)
 
 # %% auto #0
-__all__ = ['README_START', 'README_END', 'format_status', 'status_markdown', 'write_readme_status', 'main']
+__all__ = ['STATUS_WIDTH', 'SUMMARY_STATES', 'README_START', 'README_END', 'format_status', 'format_summary', 'status_markdown',
+           'write_readme_status', 'main']
 
 # %% ../nbs/98_cli.ipynb #994f3f1e
-from .runs import experiment_notebooks, find_nbs_dir
+from .runs import experiment_notebooks, find_nbs_dir, paper_items
 from .rehearsal import failure_cause, missing_datasets, missing_message, rehearse
 from .retrieval import DISTANCES
 from .upgrade import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS, example_upgrade, upgrade_report
@@ -61,23 +62,106 @@ def _claims_file(nbs) -> Path:
     "The claims data file of the repository whose notebooks are `nbs`."
     return find_nbs_dir(nbs).parent/'docs'/'claims.csv'
 
+STATUS_WIDTH = 120   # the widest line `compatrepro status` prints: it is read in a terminal, not a pager
+SUMMARY_STATES = tuple(s for s in ITEM_STATES if s != 'illustration')   # an illustration has nothing to reproduce
+
+def _wrap(text: str, first: str = '', rest: str|None = None) -> list[str]:
+    """`text` in lines of at most `STATUS_WIDTH` characters, the first led by `first`, the others by `rest` (by default
+    spaces as wide as `first`); never broken inside a word, nor at a hyphen ('re-run', 'new-β' stay whole)."""
+    rest = ' ' * len(first) if rest is None else rest
+    return textwrap.wrap(text, STATUS_WIDTH, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+def _held_head(paper: str, claims: pd.DataFrame|None, pending: set) -> str:
+    "'; findings that hold: ...; checks that pass: ...' of `paper` (nothing without `claims`)."
+    if claims is None: return ''
+    mine = claims[claims.paper == paper]
+    return f'; findings that hold: {_held_text(mine, pending)}; checks that pass: {_held_text(mine, pending, "check")}'
+
+def _item_text(r) -> str:
+    "What a row `r` of `status_table` says of its item in one phrase: its state, and what holds (a stale one: by whom)."
+    if r.status == 'stale': return f'STALE ({r.notebooks})'
+    if r.status == 'missing': return 'missing'
+    if r.status == 'illustration': return 'illustration (nothing to compute)'
+    held = findings_text(r) + (f', checks {r.checks_holding}/{r.checks}' if r.checks else '')
+    state = r.status.upper() if r.status in ('partly', 'differs') else r.status     # what does not hold stands out
+    return f'{state}: {held} (seeds {r.seeds}) by {r.notebooks}'
+
+def _reason_lines(r, shown: dict) -> list[str]:
+    """The reasons of the row `r` of `status_table`, each in full, wrapped: why its runs are stale, or why each of its
+    claims that does not hold does not (and which findings hold with a constant margin). One already listed under an
+    item above (`shown`: reason -> item, updated here) is counted, not repeated: an item judged by another's findings
+    ('Figure 2' by Table 4's) would list them all again."""
+    if not r.reasons: return []
+    label = lambda x: ('stale' if r.status == 'stale' else 'note' if x.endswith('[constant margin]') else 'not holding')
+    reasons = list(dict.fromkeys(r.reasons.split(' | ')))
+    above = pd.Series([shown[x] for x in reasons if x in shown], dtype=object).value_counts(sort=False)
+    out = [line for x in reasons if x not in shown for line in _wrap(x, f'      {label(x)}: ', ' ' * 8)]
+    shown.update({x: r.item for x in reasons if x not in shown})
+    return out + [f'      and {n} more, listed under {i} above' for i, n in above.items()]
+
 def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None, pending: set = frozenset()) -> str:
-    """The status table as text, one block per paper: the items by state, the findings that hold and the checks that pass
-    (those on notebooks in `pending` counted), why the others do not."""
+    """The status table as text, one block per paper: the items by state, the findings that hold and the checks that
+    pass (those on notebooks in `pending` counted), and why the others do not, every reason in full, wrapped at
+    `STATUS_WIDTH` (`compatrepro status --claims`, `--paper`)."""
     out = []
     for paper, g in t.groupby('paper', sort=False):
         n = g[g.status != 'illustration'].status.value_counts()
-        mine = None if claims is None else claims[claims.paper == paper]
-        held = '' if mine is None else f'; findings that hold: {_held_text(mine, pending)}; checks that pass: {_held_text(mine, pending, "check")}'
-        out.append(f'\n{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s)) + held)
+        head = f'{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s))
+        out += [''] + _wrap(head + _held_head(paper, claims, pending), rest='    ')
+        shown = {}
         for r in g.itertuples():
-            held_r = findings_text(r) + (f', checks {r.checks_holding}/{r.checks}' if r.checks else '')
-            how = {'stale': f'STALE ({r.notebooks}): {r.reasons}', 'missing': 'missing', 'illustration': 'illustration (nothing to compute)'
-                   }.get(r.status, f'{r.status.upper() if r.status in ("partly", "differs") else r.status}: {held_r} (seeds {r.seeds}) by {r.notebooks}')
-            out.append(f'  {r.item:<14} {how}')
-            if r.status in ('partly', 'differs'):
-                out += [f'      not holding: {x[:160]}' for x in r.reasons.split(' | ')]
+            out += _wrap(_item_text(r), f'  {r.item:<14} ', ' ' * 17) + _reason_lines(r, shown)
     return '\n'.join(out).lstrip('\n')
+
+def _ledger_lines(ledger: dict) -> list[str]:
+    """The runs the re-run ledger lists (`ledger`: `pending_runs`), one entry per reason: since which commit, why, and
+    how many seeds of each notebook."""
+    if not ledger: return ['Re-runs pending: none (the re-run ledger lists no run).']
+    by = {}     # (reason, commit) -> notebook -> seeds
+    for (nb, s), why in sorted(ledger.items()): by.setdefault(why, {}).setdefault(nb, []).append(s)
+    out = [f'Re-runs pending: {len(ledger)} run(s) of {len({nb for nb, _ in ledger})} notebook(s); their items are '
+           'stale until they land (compatrepro pending lists them):']
+    for (reason, commit), nbs in by.items():
+        runs = ', '.join(f'{nb} ({len(ss)} seed{"s" * (len(ss) > 1)})' for nb, ss in nbs.items())
+        out += _wrap(f're-run pending since {commit}: {reason}: {runs}', '  ', '    ')
+    return out
+
+def format_summary(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None, ledger: dict|None = None) -> str:
+    """`compatrepro status` in one screen: per paper, how many of its items are in each state, with how many of its
+    findings hold and checks pass, and the items' names by state; then the runs the re-run ledger lists (`ledger`:
+    `pending_runs`), counted per notebook. `format_status` says why each claim does not hold."""
+    ledger = ledger or {}
+    out = []
+    for paper, g in t[t.status != 'illustration'].groupby('paper', sort=False):
+        counts = ', '.join(f'{(g.status == s).sum()} {s}' for s in SUMMARY_STATES)
+        held = _held_head(paper, claims, {nb for nb, _ in ledger}).lstrip('; ')
+        out += [''] + _wrap(f'{paper}, {len(g)} items at {scale} scale: {counts}') + (_wrap(held, '  ') if held else [])
+        out += [line for s in SUMMARY_STATES if (g.status == s).any()
+                for line in _wrap(', '.join(g.item[g.status == s]), f'  {s + ":":<12}')]
+    return '\n'.join(out[1:] + [''] + _ledger_lines(ledger))
+
+def _paper_named(name: str, nbs: str|Path|None) -> str:
+    "The paper of `docs/paper_items.csv` that `name` names, in any case; else a ValueError that names them all."
+    papers = list(dict.fromkeys(r['paper'] for r in paper_items(find_nbs_dir(nbs).parent)))
+    match = [p for p in papers if p.lower() == name.lower()]
+    if not match: raise ValueError(f"--paper {name!r} names no paper: give one of {', '.join(papers)}")
+    return match[0]
+
+def _print_status(a: argparse.Namespace) -> None:
+    """`compatrepro status` (without --markdown): the summary, or with --claims every claim, or with --paper one
+    paper's claims; then, at tiny scale and for every paper, the premise of the stand-in and the hours a seed costs."""
+    paper = _paper_named(a.paper, a.nbs) if a.paper else None    # a wrong name fails before the table is made
+    res = Path(a.results)/a.scale
+    t, claims = status_table(a.scale, a.results, a.nbs), item_claims(res, _claims_file(a.nbs))
+    ledger = pending_runs(res); waiting = {nb for nb, _ in ledger}
+    if paper: print(format_status(t[t.paper == paper], a.scale, claims, waiting)); return
+    print(format_status(t, a.scale, claims, waiting) if a.claims else format_summary(t, a.scale, claims, ledger))
+    if a.scale == 'tiny':
+        print('\n' + '\n'.join(_wrap(premise_text(a.results, a.scale)) + _wrap(run_hours_text(a.results, a.scale))))
+    if not a.claims:
+        print(f"\nEach claim that does not hold, and why: compatrepro status --claims, or --paper "
+              f"{'|'.join(dict.fromkeys(t.paper))} (one paper).")
 
 README_START, README_END = '<!-- compatrepro status: start -->', '<!-- compatrepro status: end -->'
 
@@ -116,7 +200,6 @@ def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'res
 
 def _upgrade_description() -> str:
     "`compatrepro upgrade --help`'s text: what it measures, and the arrays of its .npz (`97_upgrade`)."
-    import textwrap
     rows = [*UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in UPGRADE_PREFIXES.items())]
     w = max(len(k) for k, _ in rows) + 2   # the names' column
     return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's compatibility "
@@ -160,8 +243,9 @@ def main(argv: list[str]|None = None) -> int:
     r.add_argument('-p', nargs=2, action='append', metavar=('NAME', 'VALUE'), default=[], help='extra notebook parameter')
     r.add_argument('--pending', action='store_true', help='re-run what the re-run ledger (results/<scale>/pending.csv) lists, '
                    'taking each run off it as soon as it is current (--only and --seeds choose a part)')
-    r.add_argument('--plan', action='store_true', help='print what would run and how long it should take, from the recorded runs and '
-                   'the models the cache holds; run nothing')
+    r.add_argument('--plan', action='store_true', help='print what would run and how long it should take, from the '
+                   'recorded runs, with the models the cache holds and from an empty cache (all current: what running '
+                   'them again costs); run nothing')
     d = sub.add_parser('pending', help='the re-run ledger: list it, or declare the runs a change made stale')
     d.add_argument('--declare', metavar='WHY', default=None, help='list every run that is not current and not listed yet, with '
                    'this reason (one line) and the commit at HEAD (commit the change first)')
@@ -179,6 +263,9 @@ def main(argv: list[str]|None = None) -> int:
     s.add_argument('--min-seeds', type=int, default=3)
     s.add_argument('--markdown', action='store_true', help="print the papers x items table of the README instead")
     s.add_argument('--write-readme', metavar='README', default=None, help='write that table into README between its status markers')
+    s.add_argument('--claims', action='store_true', help='every item with each claim that does not hold and why, in '
+                   'full (the default: a summary that fits one screen)')
+    s.add_argument('--paper', default=None, help='the same for one paper: BCT, RACT, FastFill or RM (in any case)')
     h = sub.add_parser('rehearse', help='a dry run at paper scale: every experiment notebook on a generated tree of small fake datasets '
                        'in the real layouts, training cut short (its numbers mean nothing)')
     h.add_argument('--out', default=None, help='folder for the tree, its cache and its results (default: a new temporary folder; never results/)')
@@ -278,9 +365,7 @@ def main(argv: list[str]|None = None) -> int:
             else: print(status_markdown(a.results, a.nbs))
             return 0
         if a.cmd == 'status':
-            print(format_status(status_table(a.scale, a.results, a.nbs), a.scale, item_claims(Path(a.results)/a.scale, _claims_file(a.nbs)),
-                                pending_notebooks(Path(a.results)/a.scale)))
-            if a.scale == 'tiny': print('\n' + premise_text(a.results, a.scale) + '\n' + run_hours_text(a.results, a.scale))
+            _print_status(a)
             if not a.check: return 0
             problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
             if not any('malformed' in p for p in problems) and (n := len(pending_runs(Path(a.results)/a.scale))):
