@@ -39,7 +39,8 @@ def parse_lrs(lrs) -> tuple:
     "Learning rates from a list or a comma-separated string ('1e-4,1e-3', as papermill's `-p` gives them), each > 0."
     items = [x for x in lrs.replace(' ', '').split(',') if x] if isinstance(lrs, str) else list(lrs)
     try: out = tuple(float(x) for x in items)
-    except (TypeError, ValueError): raise ValueError(f"learning rates must be numbers such as '1e-4,1e-3', got {lrs!r}") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"learning rates must be numbers such as '1e-4,1e-3', got {lrs!r}") from None
     if not out or not all(x > 0 for x in out): raise ValueError(f"learning rates must be positive numbers, got {lrs!r}")
     return out
 
@@ -54,7 +55,8 @@ class ExperimentParams:
     epochs: int|None = None       # override of the training epochs
     batch_size: int|None = None   # override of the batch size
     ract_lrs: str|tuple|None = None  # learning rates of FastFill's RACT sweep ('1e-4,1e-3'); None = the scale's default
-    image_size: int|None = None   # paper scale: side in pixels of every backbone's input (a rehearsal's 64); None = the recipe's
+    image_size: int|None = None   # paper scale: side in pixels of every backbone's input (a rehearsal's 64); None = the
+                                  # recipe's
     width: int|None = None        # paper scale: every ResNet's base width (a rehearsal's 16); None = torchvision's 64
 
     def __post_init__(self):
@@ -71,7 +73,8 @@ class ExperimentParams:
         for k, least in (('image_size', 8), ('width', 1)):   # a rehearsal's cuts of the paper-scale backbones
             v = getattr(self, k)
             if v is None: continue
-            if self.scale != 'paper': raise ValueError(f"{k}={v!r} is for scale='paper' (the stand-in's backbones are fixed); leave it out")
+            if self.scale != 'paper':
+                raise ValueError(f"{k}={v!r} is for scale='paper' (the stand-in's backbones are fixed); leave it out")
             if int(v) < least: raise ValueError(f"{k} must be an integer of at least {least}, got {v!r}")
             setattr(self, k, int(v))
         if self.out_dir is None: self.out_dir = str(default_out_dir())
@@ -87,7 +90,8 @@ class ExperimentParams:
         return {k: v for k, v in dict(epochs=self.epochs, batch_size=self.batch_size).items() if v is not None}
 
     def fit(self, spec):
-        "The backbone `spec` as this run trains it: at the run's `image_size`, and its `width` if `spec` is a ResNet, where given."
+        """The backbone `spec` as this run trains it: at the run's `image_size`, and its `width` if `spec` is a
+        ResNet, where given."""
         kw = {} if self.image_size is None else {'image_size': self.image_size}
         if self.width is not None and spec.arch.startswith('resnet'): kw['width'] = self.width
         return dataclasses.replace(spec, **kw) if kw else spec
@@ -202,7 +206,8 @@ def progress_line(stages: list[dict], name: str = '') -> str:
         parts.append(f'~{_clock(left)} left')
     return f"[compatrepro] {name + ': ' if name else ''}{text}" + ''.join(', ' + p for p in parts)
 
-PROGRESS_LINE_EVERY = 30.0   # seconds between a kernel's lines on the terminal, beside those at each stage's start and end
+PROGRESS_LINE_EVERY = 30.0   # seconds between a kernel's lines on the terminal, beside those at each stage's start and
+                             # end
 _TOLD = [0.0]                # when the last one was written
 
 def tell_progress(stages: list[dict], out, now: float|None = None, started: bool = False, ended: dict|None = None,
@@ -231,7 +236,8 @@ def _terminal():
     except (OSError, ValueError):                                           # ipykernel leaves fd 2 alone (under pytest)
         try: fd = sys.__stderr__.fileno()
         except (OSError, ValueError, AttributeError): return None
-    if fd not in _TERMINAL: _TERMINAL[fd] = open(fd, 'w', buffering=1, encoding='utf-8', errors='replace', closefd=False)
+    if fd not in _TERMINAL:
+        _TERMINAL[fd] = open(fd, 'w', buffering=1, encoding='utf-8', errors='replace', closefd=False)
     return _TERMINAL[fd]
 
 def _notebook_name() -> str:
@@ -346,17 +352,21 @@ def content_version(*objs) -> str:
 
 # %% ../nbs/00_core.ipynb #2a8a8ac2
 def _rank() -> int:
-    return torch.distributed.get_rank() if torch.distributed.is_available() and torch.distributed.is_initialized() else 0
+    return (torch.distributed.get_rank() if torch.distributed.is_available() and torch.distributed.is_initialized()
+            else 0)
 
 def _distributed() -> bool:
-    return int(os.environ.get('WORLD_SIZE', '1')) > 1 or (torch.distributed.is_available() and torch.distributed.is_initialized())
+    return (int(os.environ.get('WORLD_SIZE', '1')) > 1
+            or (torch.distributed.is_available() and torch.distributed.is_initialized()))
 
 class ArtifactCache:
-    "A content-addressed store of trained models and features under `root/<kind>/<key>.pt`, safe to share between processes."
+    """A content-addressed store of trained models and features under `root/<kind>/<key>.pt`, safe to share between
+    processes."""
     def __init__(self, root: str|Path|None = None):
         self.root = Path(root or default_cache_dir())
         self.used: dict[str, float|None] = {}   # '<kind>/<key>' -> make_seconds, of the artifacts this process used
-        self.made: dict[str, float] = {}         # '<kind>/<key>' -> seconds of its make here, of those this process made
+        self.made: dict[str, float] = {}         # '<kind>/<key>' -> seconds of its make here, of those this process
+                                                 # made
         self._open: list[dict] = []             # per open make: seconds of the makes nested in it, artifacts it used
 
     def path(self, kind: str, spec: dict) -> Path: return self.root/kind/f'{spec_key(kind, spec)}.pt'
@@ -398,13 +408,15 @@ class ArtifactCache:
         saved before these times were written)."""
         written = self._written(kind, spec).get('seconds')
         h = obj.get('history') if isinstance(obj, dict) else None
-        epochs = sum(float(e.get('seconds', 0.)) for e in h if isinstance(e, dict)) if isinstance(h, list) and h else None
+        epochs = (sum(float(e.get('seconds', 0.)) for e in h if isinstance(e, dict)) if isinstance(h, list) and h
+                  else None)
         known = [s for s in (written, epochs) if s is not None]
         return max(known) if known else None
 
     def _use(self, kind: str, spec: dict, obj):
         "Note `obj` as used (with the artifacts its make used, which a later run that loads it needs as much)."
-        got = {f'{kind}/{spec_key(kind, spec)}': self.make_seconds(kind, spec, obj)} | self._written(kind, spec).get('uses', {})
+        got = ({f'{kind}/{spec_key(kind, spec)}': self.make_seconds(kind, spec, obj)}
+               | self._written(kind, spec).get('uses', {}))
         for d in [self.used] + [f['uses'] for f in self._open]: d.update(got)
         return obj
 
@@ -421,8 +433,8 @@ class ArtifactCache:
     def _made(self, kind: str, spec: dict, took: float): self.made[f'{kind}/{spec_key(kind, spec)}'] = round(took, 3)
 
     def get_or_make(self, kind: str, spec: dict, make: Callable[[], Any], what: str|None = None):
-        """The cached artifact of (`kind`, `spec`); on a miss, `make()` runs under the key's lock and its result is saved
-        (the checkpoint of an interrupted `make` is removed once it is). `what` names the artifact in messages."""
+        """The cached artifact of (`kind`, `spec`); on a miss, `make()` runs under the key's lock and its result is
+        saved (the checkpoint of an interrupted `make` is removed once it is). `what` names the artifact in messages."""
         if (kind, spec) in self: return self._use(kind, spec, self.load(kind, spec))
         key, what = spec_key(kind, spec), what or kind
         if _distributed():
@@ -435,7 +447,8 @@ class ArtifactCache:
         except Timeout:
             with stage(f'waiting for {what} ({kind} {key}): another run is making it'): lk.acquire()
         try:
-            if (kind, spec) in self: return self._use(kind, spec, self.load(kind, spec))    # made by the run we waited for
+            # made by the run we waited for
+            if (kind, spec) in self: return self._use(kind, spec, self.load(kind, spec))
             obj, took, uses = self._timed_make(make)
             self.save(kind, spec, obj, took, uses); self._made(kind, spec, took)
             self.checkpoint_path(kind, spec).unlink(missing_ok=True)
@@ -512,7 +525,8 @@ RECORD_COLUMNS = ('paper', 'item', 'dataset', 'scale', 'method', 'seed', 'metric
 def make_record(paper, item, dataset, scale, method, seed, metric, value, paper_value=None) -> dict:
     "One tidy result record; `value` must be a finite number."
     value = float(value)
-    if not np.isfinite(value): raise ValueError(f"{paper} {item} {method} {metric}: value is {value}, not a finite number")
+    if not np.isfinite(value):
+        raise ValueError(f"{paper} {item} {method} {metric}: value is {value}, not a finite number")
     check_scale(scale)
     return dict(paper=paper, item=item, dataset=dataset, scale=scale, method=method, seed=int(seed),
                 metric=metric, value=value, paper_value=None if paper_value is None else float(paper_value))

@@ -25,7 +25,8 @@ __all__ = ['SPLITS', 'SPLITS_VERSION', 'STANDIN_ONLY_FAMILIES', 'SPLIT_FAMILY_VE
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
-    "`k_paper` of `n_paper` items in the paper -> the same count if `n_here == n_paper`, else the same fraction of `n_here` (at least 1)."
+    """`k_paper` of `n_paper` items in the paper -> the same count if `n_here == n_paper`, else the same fraction of
+    `n_here` (at least 1)."""
     return int(k_paper) if n_here == n_paper else max(1, min(n_here, round(n_here*k_paper/n_paper)))
 
 _rng = seeded_rng   # the split selectors' generators (defined in core: the manifests draw VGGFace2's test sample too)
@@ -104,7 +105,8 @@ def _gender_ids(df, ctx):
     by_g = [ids[grp.loc[ids].to_numpy() == g] for g in (0, 1)]
     rng = _rng(ctx['seed'], 'vggface2-gender')
     n_small = min(len(b) for b in by_g)   # the same number of eval identities from each group
-    n_ev = gcfg.n_eval_per_group if n_small >= 4*gcfg.n_eval_per_group else max(1, round(gcfg.gender_eval_fraction*n_small))
+    n_ev = (gcfg.n_eval_per_group if n_small >= 4*gcfg.n_eval_per_group
+            else max(1, round(gcfg.gender_eval_fraction*n_small)))
     ev, tr = [], []
     for g in (0, 1):
         p = by_g[g][rng.permutation(len(by_g[g]))]
@@ -118,7 +120,8 @@ def _gender_train(biased: bool):
         _, tr = _gender_ids(df, ctx)
         if biased:
             maj, mino = tr[gcfg.majority_group], tr[1 - gcfg.majority_group]
-            n_maj = gcfg.n_biased_majority if len(maj) >= 2*gcfg.n_biased_majority else max(1, round(gcfg.biased_majority*len(maj)))
+            n_maj = (gcfg.n_biased_majority if len(maj) >= 2*gcfg.n_biased_majority
+                     else max(1, round(gcfg.biased_majority*len(maj))))
             n_min = max(1, round(n_maj/gcfg.biased_imbalance))
             keep = np.concatenate([maj[:n_maj], mino[:n_min]])
         else: keep = np.concatenate(tr)
@@ -133,8 +136,10 @@ def _gender_eval(df, ctx):
 # %% ../nbs/03_data.ipynb #7998d44d
 def _ext(family, paper_name, k, n, source, eval_note='the full validation set, query = gallery'):
     "An extended-class split: old model on the first k of n classes, new on all (FastFill A.1, RM A)."
-    parts = dict(train=_first_classes(k, n), eval=_split_rows('val'), query=_split_rows('val'), gallery=_split_rows('val'))
-    pat = (f"training images of the first {k} of the {n} classes (global ids kept); " if k < n else f"training images of all {n} classes; ") + \
+    parts = dict(train=_first_classes(k, n), eval=_split_rows('val'), query=_split_rows('val'),
+                 gallery=_split_rows('val'))
+    pat = (f"training images of the first {k} of the {n} classes (global ids kept); " if k < n
+           else f"training images of all {n} classes; ") + \
           f"eval/query/gallery: {eval_note}"
     return SplitSpec(paper_name.lower(), family, paper_name, pat, source, parts)
 
@@ -154,32 +159,38 @@ def _build_registry() -> dict[str, SplitSpec]:
     add(SplitSpec('market-1501', 'market1501', 'Market-1501', 'training images of all 751 training identities; '
                   'query/gallery: the standard test split (750 other identities; distractors labelled -1)',
                   f'{rm}; BCT sec. 3.5 Table 5', dict(train=_first_classes(751, 751), **mk)), 'market-1501-751')
-    add(SplitSpec('market-1501-375', 'market1501', 'Market-1501-375', 'training images of the first 375 of the 751 training '
-                  'identities; query/gallery: the standard test split', f'{rm} (BCT Table 5 uses 50% of the training data)',
-                  dict(train=_first_classes(375, 751), **mk)))
+    add(SplitSpec('market-1501-375', 'market1501', 'Market-1501-375', 'training images of the first 375 of the 751 '
+                  'training identities; query/gallery: the standard test split',
+                  f'{rm} (BCT Table 5 uses 50% of the training data)', dict(train=_first_classes(375, 751), **mk)))
     ve = dict(eval=_split_rows('test'), query=_split_rows('test'), gallery=_split_rows('test'))
     add(SplitSpec('vggface2-8631', 'vggface2', 'VGGFace2-8631', 'all 8631 training identities; eval: the 500 test '
-                  'identities (disjoint), a fixed random subsample of 50 images each, query = gallery', 'FastFill App. A.1',
-                  dict(train=_first_classes(8631, 8631), **ve)), 'vggface2')
+                  'identities (disjoint), a fixed random subsample of 50 images each, query = gallery',
+                  'FastFill App. A.1', dict(train=_first_classes(8631, 8631), **ve)), 'vggface2')
     add(SplitSpec('vggface2-863', 'vggface2', 'VGGFace2-863', 'the first 863 of the 8631 training identities (10%); '
-                  'eval: as VGGFace2-8631', 'FastFill App. A.1 / A.2 (old ResNet-18)', dict(train=_first_classes(863, 8631), **ve)))
+                  'eval: as VGGFace2-8631', 'FastFill App. A.1 / A.2 (old ResNet-18)',
+                  dict(train=_first_classes(863, 8631), **ve)))
     ge = dict(eval=_gender_eval, query=_gender_eval, gallery=_gender_eval)
     add(SplitSpec('vggface2-gender', 'vggface2', 'VGGFace2-Gender', 'identities of known gender: 250 female + 250 male '
                   'held out for eval, the rest balanced (2183 + 2183) for training', 'FastFill App. A.1, sec. 5.3',
                   dict(train=_gender_train(False), **ge)))
-    add(SplitSpec('vggface2-gender-550', 'vggface2', 'VGGFace2-Gender-550', '500 male + 50 female training identities of '
-                  'VGGFace2-Gender (the biased old model); eval: as VGGFace2-Gender', 'FastFill App. A.1, sec. 5.3',
+    add(SplitSpec('vggface2-gender-550', 'vggface2', 'VGGFace2-Gender-550', '500 male + 50 female training identities '
+                  'of VGGFace2-Gender (the biased old model); eval: as VGGFace2-Gender', 'FastFill App. A.1, sec. 5.3',
                   dict(train=_gender_train(True), **ge)))
     gt = dict(query=_split_rows('query'), gallery=_split_rows('gallery'))
     ra = 'RACT sec. 5.1, Table 1'
     for nm, pname, sel, pat, src in [
         ('gldv2', 'GLDv2-clean', _split_rows('train'), 'all 1,580,470 images of the 81,313 classes', ra),
-        ('gldv2-expansion-old', 'GLDv2-clean expansion (old)', _image_fraction(0.3, 'gldv2-30'), 'a random 30% of the images (of each class; shared with open-data old)', ra),
+        ('gldv2-expansion-old', 'GLDv2-clean expansion (old)', _image_fraction(0.3, 'gldv2-30'),
+         'a random 30% of the images (of each class; shared with open-data old)', ra),
         ('gldv2-expansion-new', 'GLDv2-clean expansion (new)', _split_rows('train'), '100% of the images', ra),
-        ('gldv2-open-data-old', 'GLDv2-clean open-data (old)', _image_fraction(0.3, 'gldv2-30'), 'a random 30% of each class', ra),
-        ('gldv2-open-data-new', 'GLDv2-clean open-data (new)', _image_fraction(0.3, 'gldv2-30', rest=True), 'the other 70% of each class', ra),
-        ('gldv2-open-class-old', 'GLDv2-clean open-class (old)', _random_classes(0.3, 'gldv2-classes'), 'the images of a random 30% of the classes', f'{ra}; RM sec. 4.4 (open-class)'),
-        ('gldv2-open-class-new', 'GLDv2-clean open-class (new)', _random_classes(0.3, 'gldv2-classes', rest=True), 'the images of the other 70% of the classes', f'{ra}; RM sec. 4.4 (open-class)'),
+        ('gldv2-open-data-old', 'GLDv2-clean open-data (old)', _image_fraction(0.3, 'gldv2-30'),
+         'a random 30% of each class', ra),
+        ('gldv2-open-data-new', 'GLDv2-clean open-data (new)', _image_fraction(0.3, 'gldv2-30', rest=True),
+         'the other 70% of each class', ra),
+        ('gldv2-open-class-old', 'GLDv2-clean open-class (old)', _random_classes(0.3, 'gldv2-classes'),
+         'the images of a random 30% of the classes', f'{ra}; RM sec. 4.4 (open-class)'),
+        ('gldv2-open-class-new', 'GLDv2-clean open-class (new)', _random_classes(0.3, 'gldv2-classes', rest=True),
+         'the images of the other 70% of the classes', f'{ra}; RM sec. 4.4 (open-class)'),
         # one random order per class for every share, the open-data old set's: 30% is Table 1's old set (Figure 7's
         # "Open-data"), inside 60% inside 80% inside 100% (sec. 5.4's shares)
         *[(f'gldv2-sequential-{p}', f'GLDv2-clean sequential {p}%', _image_fraction(p/100, 'gldv2-30'),
@@ -187,26 +198,34 @@ def _build_registry() -> dict[str, SplitSpec]:
            'RACT sec. 5.4, Figure 7 (sequential model upgrades)') for p in (30, 60, 80, 100)]]:
         add(SplitSpec(nm, 'gldv2', pname, f'{pat}; query/gallery: GLDv2-test (750 queries, 761,757 index images)', src,
                       dict(train=sel, **gt)))
-    for nm, pname, sel, pat in [('cifar-100-open-class-old', 'CIFAR-100 open-class (old)', _random_classes(0.3, 'cifar-classes'), 'a random 30% of the classes'),
-                                ('cifar-100-open-class-new', 'CIFAR-100 open-class (new)', _random_classes(0.3, 'cifar-classes', rest=True), 'the other 70% of the classes')]:
+    for nm, pname, sel, pat in [('cifar-100-open-class-old', 'CIFAR-100 open-class (old)',
+                                 _random_classes(0.3, 'cifar-classes'), 'a random 30% of the classes'),
+                                ('cifar-100-open-class-new', 'CIFAR-100 open-class (new)',
+                                 _random_classes(0.3, 'cifar-classes', rest=True), 'the other 70% of the classes')]:
         add(SplitSpec(nm, 'cifar100', pname, f'training images of {pat}; eval/query/gallery: the full test set',
-                      'RM sec. 4.4 (open-class setting)', dict(train=sel, eval=_split_rows('val'), query=_split_rows('val'), gallery=_split_rows('val'))))
+                      'RM sec. 4.4 (open-class setting)', dict(train=sel, eval=_split_rows('val'),
+                                                               query=_split_rows('val'), gallery=_split_rows('val'))))
     bct = 'BCT sec. 3.1, 3.4 (IMDB-Face training, IJB-C evaluation)'
     add(SplitSpec('imdbface', 'imdbface', 'IMDB-Face', 'all identities', bct, dict(train=_split_rows('train'))))
-    add(SplitSpec('imdbface-90', 'imdbface', 'IMDB-Face-90%', 'a random 90% of the identities (containing the 50% and the 25%)',
+    add(SplitSpec('imdbface-90', 'imdbface', 'IMDB-Face-90%',
+                  'a random 90% of the identities (containing the 50% and the 25%)',
                   'BCT App. C, Table 7 (data amount: the 90% models)', dict(train=_random_classes(0.9, 'imdb-ids'))))
-    add(SplitSpec('imdbface-50', 'imdbface', 'IMDB-Face-50%', 'a random 50% of the identities', bct, dict(train=_random_classes(0.5, 'imdb-ids'))))
-    add(SplitSpec('imdbface-25', 'imdbface', 'IMDB-Face-25%', 'a random 25% of the identities (inside the 50%)', 'BCT sec. 3.5 (three model versions)',
-                  dict(train=_random_classes(0.25, 'imdb-ids'))))
+    add(SplitSpec('imdbface-50', 'imdbface', 'IMDB-Face-50%', 'a random 50% of the identities', bct,
+                  dict(train=_random_classes(0.5, 'imdb-ids'))))
+    add(SplitSpec('imdbface-25', 'imdbface', 'IMDB-Face-25%', 'a random 25% of the identities (inside the 50%)',
+                  'BCT sec. 3.5 (three model versions)', dict(train=_random_classes(0.25, 'imdb-ids'))))
     for nm, pname in (('roxford5k', 'ROxford'), ('rparis6k', 'RParis')):
-        add(SplitSpec(nm, nm, pname, 'evaluation only: 70 queries, medium protocol (easy + hard positives, junk ignored)',
+        add(SplitSpec(nm, nm, pname, 'evaluation only: 70 queries, medium protocol (easy + hard positives, junk '
+                                     'ignored)',
                       'RACT sec. 5.1', dict(query=_split_rows('query'), gallery=_split_rows('gallery'))))
-    add(SplitSpec('glyph-pretrain', 'pretrain', 'ImageNet pre-training (stand-in)', 'stand-in only: the training pool of the '
+    add(SplitSpec('glyph-pretrain', 'pretrain', 'ImageNet pre-training (stand-in)',
+                  'stand-in only: the training pool of the '
                   'pre-training family (its own pool of characters: no class of another dataset); paper scale loads '
                   "torchvision's ImageNet weights instead", 'RACT App. A.1 (networks pre-trained on ImageNet)',
                   dict(train=_split_rows('train'), eval=_split_rows('val'))))
     add(SplitSpec('ijbc', 'ijbc', 'IJB-C', 'evaluation only: 1:N search (gallery = G1 + G2 templates, gallery_set 1/2; '
-                  'query = mixed probes, each searching G1 and G2 separately) and 1:1 verification (eval: all images, template_pairs)', 'BCT sec. 3.1',
+                  'query = mixed probes, each searching G1 and G2 separately) and 1:1 verification (eval: all images, '
+                  'template_pairs)', 'BCT sec. 3.1',
                   dict(eval=_split_rows('test'), query=_split_rows('query'), gallery=_split_rows('gallery'))))
     return R
 
@@ -216,7 +235,8 @@ register_version('splits', SPLITS_VERSION)
 # families whose layout changed after SPLITS_VERSION 1 carry their own version (bump it when the family's images or
 # evaluation attributes change): 2 = IMDB-Face trains without the IJB-C identities, IJB-C's open-set G1/G2 templates,
 # Market-1501's cameras (see the stand-in's reproduction notes below)
-STANDIN_ONLY_FAMILIES = ('pretrain',)   # no paper-scale layout: at paper scale a pre-trained start is torchvision's weights
+STANDIN_ONLY_FAMILIES = ('pretrain',)   # no paper-scale layout: at paper scale a pre-trained start is torchvision's
+                                        # weights
 # 2: roxford5k/rparis6k distinct landmarks with easy/hard/junk images; gldv2: GLDv2-test's queries from a third of the
 # classes, every other evaluation image a distractor; gldv2 3: the sequential shares grow from the open-data old set,
 # and at paper scale GLDv2-test holds the Private queries only. 3 (gldv2 4): every family its own classes
@@ -225,7 +245,8 @@ SPLIT_FAMILY_VERSIONS = dict(imdbface=3, ijbc=3, market1501=3, roxford5k=3, rpar
 for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
 
 def split_versions(name: str) -> dict:
-    "{'splits:<family>': version} of the split `name` when its family has its own version (`SPLIT_FAMILY_VERSIONS`), else {}."
+    """{'splits:<family>': version} of the split `name` when its family has its own version
+    (`SPLIT_FAMILY_VERSIONS`), else {}."""
     f = _spec(name).family
     return {f'splits:{f}': SPLIT_FAMILY_VERSIONS[f]} if f in SPLIT_FAMILY_VERSIONS else {}
 
@@ -236,7 +257,8 @@ def list_splits() -> list[str]:
 def describe_split(name: str) -> dict:
     "The paper dataset, pattern, source and parts of a split name."
     s = _spec(name)
-    return dict(name=name, paper_name=s.paper_name, family=s.family, pattern=s.pattern, source=s.source, parts=sorted(s.parts))
+    return dict(name=name, paper_name=s.paper_name, family=s.family, pattern=s.pattern, source=s.source,
+                parts=sorted(s.parts))
 
 def _spec(name) -> SplitSpec:
     if name not in SPLITS:
@@ -254,13 +276,15 @@ def template_layout(n: int, gallery_size: int = 5, probe_size: int = 3) -> np.nd
     subject's gallery template), then k = 1, 2, ... for each following run of `probe_size` images (its probe
     templates); the (n - gallery_size) mod probe_size images left over join the last probe template."""
     if gallery_size < 1 or probe_size < 1:
-        raise ValueError(f"template sizes must be at least 1 image, got gallery_size={gallery_size}, probe_size={probe_size}")
+        raise ValueError(f"template sizes must be at least 1 image, got gallery_size={gallery_size}, "
+                         f"probe_size={probe_size}")
     if n < gallery_size + probe_size:
-        raise ValueError(f"a subject with {n} images cannot hold a gallery template of {gallery_size} images and a probe "
-                         f"template of {probe_size}: give the stand-in more images per subject (GlyphConfig ijbc_images) "
-                         "or pass smaller template sizes")
+        raise ValueError(f"a subject with {n} images cannot hold a gallery template of {gallery_size} images and a "
+                         f"probe template of {probe_size}: give the stand-in more images per subject (GlyphConfig "
+                         "ijbc_images) or pass smaller template sizes")
     pos = np.arange(n)
-    return np.where(pos < gallery_size, 0, np.minimum((pos - gallery_size)//probe_size + 1, (n - gallery_size)//probe_size))
+    return np.where(pos < gallery_size, 0, np.minimum((pos - gallery_size)//probe_size + 1,
+                                                      (n - gallery_size)//probe_size))
 
 def _ijbc_standin(ev: pd.DataFrame, sizes=IJBC_TEMPLATE_SIZES) -> tuple[pd.DataFrame, np.ndarray]:
     """IJB-C on the stand-in: every class of the IJB-C family's evaluation pool `ev` (labels 0..S-1) is a subject, its
@@ -283,9 +307,9 @@ def _ijbc_standin(ev: pd.DataFrame, sizes=IJBC_TEMPLATE_SIZES) -> tuple[pd.DataF
 
 # %% ../nbs/03_data.ipynb #8f26dce2
 def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, dict]:
-    """The stand-in of `family` (`U`: its `glyph_universe`) laid out like the paper dataset: a table with `label`, `split`,
-    `group`, `src` (row of the training pool, or -1-row of the evaluation pool). Labels 0..t-1 are the classes its models
-    may train on (`U['n_trained']`), the others evaluation-only (`family_sizes`)."""
+    """The stand-in of `family` (`U`: its `glyph_universe`) laid out like the paper dataset: a table with `label`,
+    `split`, `group`, `src` (row of the training pool, or -1-row of the evaluation pool). Labels 0..t-1 are the
+    classes its models may train on (`U['n_trained']`), the others evaluation-only (`family_sizes`)."""
     t, nt = U['n_trained'], cfg.n_train
     tl, el = U['train_labels'].numpy(), U['eval_labels'].numpy()
     ne = int(np.bincount(el).max()) if len(el) else 0
@@ -298,11 +322,14 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
         tr = tr.copy(); ev = ev[ev.label >= t].copy()
         ev['split'] = np.where(pos[ev.index] < max(1, ne//5), 'query', 'gallery')
         tr['camera'] = tr.src % nt % MARKET_CAMERAS; ev['camera'] = pos[ev.index] % MARKET_CAMERAS
-    elif family == 'vggface2':     # test identities t.. (evaluation only); the training identities' evaluation pool is held out
+    elif family == 'vggface2':     # test identities t.. (evaluation only); the training identities' evaluation pool is
+                                   # held out
         ev = ev.copy(); ev['split'] = np.where(el >= t, 'test', 'heldout')
-    elif family == 'gldv2':        # GLDv2-test on the evaluation-only classes: a third are the queries' landmarks, the rest distractors
+    elif family == 'gldv2':        # GLDv2-test on the evaluation-only classes: a third are the queries' landmarks, the
+                                   # rest distractors
         ev = ev[ev.label >= t].copy()
-        ev['split'] = np.where(((ev.label.to_numpy() - t) % 3 == 1) & (pos[ev.index] < min(2, ne-1)), 'query', 'gallery')
+        ev['split'] = np.where(((ev.label.to_numpy() - t) % 3 == 1) & (pos[ev.index] < min(2, ne-1)), 'query',
+                               'gallery')
     elif family in ('roxford5k', 'rparis6k'):
         tr = tr.iloc[:0]; ev = _landmark_standin(ev, pos, family)
     elif family == 'ijbc':
@@ -314,7 +341,8 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
 
 LANDMARKS = {'roxford5k': ('easy', 'hard', 'easy', 'hard', 'junk'),   # difficulty cycle of a landmark's gallery
              'rparis6k': ('easy', 'easy', 'hard', 'easy', 'junk')}   # images (RParis: easier)
-LANDMARK_SHARE = 0.1   # ROxford's / RParis's landmarks: this share of the family's classes (the first ones), the rest distractors
+LANDMARK_SHARE = 0.1   # ROxford's / RParis's landmarks: this share of the family's classes (the first ones), the rest
+                       # distractors
 OCCLUSION = {'easy': 0.0, 'hard': 0.4, 'junk': 0.75}   # share of the image hidden under the background colour
 
 def _landmark_standin(ev: pd.DataFrame, pos: np.ndarray, family: str) -> pd.DataFrame:
@@ -353,20 +381,23 @@ def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df:
     if 'camera' in df and family == 'market1501': out['cameras'] = sub.camera.to_numpy(np.int64)
     if family == 'ijbc':
         out['templates'] = sub.template.to_numpy(np.int64)
-        if 'gallery_set' in df: out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)   # G1 = 1, G2 = 2 (0: a probe template)
+        # G1 = 1, G2 = 2 (0: a probe template)
+        if 'gallery_set' in df: out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)
         if part == 'eval' and 'pairs' in ctx: out['template_pairs'] = ctx['pairs']
     if family in ('roxford5k', 'rparis6k'):
         q, gal = df[df.split == 'query'], df[df.split == 'gallery']
         if 'gnd' in ctx: out['gnd'] = ctx['gnd']
         else:
             gl, gd = gal.label.to_numpy(), gal.difficulty.to_numpy()
-            out['gnd'] = [{d: np.flatnonzero((gl == l) & (gd == d)) for d in ('easy', 'hard', 'junk')} for l in q.label.to_numpy()]
+            out['gnd'] = [{d: np.flatnonzero((gl == l) & (gd == d)) for d in ('easy', 'hard', 'junk')}
+                          for l in q.label.to_numpy()]
     if family == 'gldv2' and 'positives' in ctx: out['positives'] = ctx['positives']
     return out
 
 # %% ../nbs/03_data.ipynb #5384f3c8
 def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|None = None, seed: int = 0,
-              config: GlyphConfig|None = None, cache: ArtifactCache|None = None, gender: GenderSplitConfig|None = None) -> Dataset:
+              config: GlyphConfig|None = None, cache: ArtifactCache|None = None,
+              gender: GenderSplitConfig|None = None) -> Dataset:
     """The `part` ('train', 'eval', 'query', 'gallery') of the named split `name` (see `list_splits()`).
     `scale='tiny'`/`'smoke'`: the Glyphs stand-in of the split's family (made from `seed` with `config`, default
     `standin_config(scale)`, cached); `scale='paper'`: the manifest of the paper dataset under `data_root` (see
@@ -374,7 +405,8 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
     spec = _spec(name)
     if part not in spec.parts:
         raise ValueError(f"split {name!r} has no part {part!r}; its parts are {sorted(spec.parts)}"
-                         + ("" if part in ('train', 'eval', 'query', 'gallery') else " (parts are 'train', 'eval', 'query', 'gallery')"))
+                         + ("" if part in ('train', 'eval', 'query', 'gallery')
+                            else " (parts are 'train', 'eval', 'query', 'gallery')"))
     check_scale(scale)
     ctx = dict(seed=int(seed), gender=gender or GenderSplitConfig())
     if scale in STANDIN_SCALES:
@@ -393,20 +425,24 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
                             description=f"Glyphs stand-in for {spec.paper_name} ({scale} scale), {part}",
                             **_extras(spec.family, df, rows, part, df, ctx))
     if spec.family in STANDIN_ONLY_FAMILIES:
-        raise ValueError(f"{name!r} is the stand-in's pre-training pool; at paper scale a pre-trained start is torchvision's "
-                         "ImageNet weights: pass BackboneSpec(pretrained='/path/to/resnet50-weights.pth') (see data_prep/README.md)")
+        raise ValueError(f"{name!r} is the stand-in's pre-training pool; at paper scale a pre-trained start is "
+                         "torchvision's ImageNet weights: pass "
+                         "BackboneSpec(pretrained='/path/to/resnet50-weights.pth') (see data_prep/README.md)")
     return _paper_split(spec, part, data_root, ctx)
 
 # %% ../nbs/03_data.ipynb #37a7604b
 def ijbc_protocol_counts(query, gallery, ev) -> dict:
-    """The sizes IJB-C's operating points rest on, from the 'query', 'gallery' and 'eval' parts of `get_split('ijbc', ...)`:
-    1:1, the `genuine` and `impostor` pairs of `ev.template_pairs`; 1:N, the probe templates of `query` each search G1 and
-    G2 (`gallery.gallery_set` 1, 2) separately: `mated_G1`, `non_mated_G1` (its subject is not enrolled in G1), ...,
-    and `non_mated` = non_mated_G1 + non_mated_G2 searches in all."""
-    for d, part, attrs in ((query, 'query', ('templates',)), (gallery, 'gallery', ('templates', 'gallery_set')), (ev, 'eval', ('template_pairs',))):
+    """The sizes IJB-C's operating points rest on, from the 'query', 'gallery' and 'eval' parts of `get_split('ijbc',
+    ...)`:
+    1:1, the `genuine` and `impostor` pairs of `ev.template_pairs`; 1:N, the probe templates of `query` each search
+    G1 and G2 (`gallery.gallery_set` 1, 2) separately: `mated_G1`, `non_mated_G1` (its subject is not enrolled in
+    G1), ..., and `non_mated` = non_mated_G1 + non_mated_G2 searches in all."""
+    for d, part, attrs in ((query, 'query', ('templates',)), (gallery, 'gallery', ('templates', 'gallery_set')),
+                           (ev, 'eval', ('template_pairs',))):
         miss = [a for a in attrs if getattr(d, a, None) is None]
-        if miss: raise ValueError(f"the {part} set has no {', '.join(miss)}: pass the '{part}' part of get_split('ijbc', ...) "
-                                  "(gallery_set: a stand-in scale; the paper manifest does not record G1/G2)")
+        if miss:
+            raise ValueError(f"the {part} set has no {', '.join(miss)}: pass the '{part}' part of get_split('ijbc', "
+                             "...) (gallery_set: a stand-in scale; the paper manifest does not record G1/G2)")
     pairs = np.asarray(ev.template_pairs)
     probes = pd.Series(np.asarray(query.labels)).groupby(np.asarray(query.templates)).first()
     gal = pd.DataFrame(dict(label=gallery.labels, half=gallery.gallery_set))
@@ -422,7 +458,8 @@ def false_alarms_allowed(n_negative: int, rates) -> dict:
     """{rate: floor(rate * n_negative)}: how many of `n_negative` impostor pairs (TAR@FAR) or non-mated searches
     (TPIR@FPIR) score over the threshold of the operating point `rate`, as `tar_at_far` and `tpir_at_fpir` set it.
     0 means the threshold is the highest negative score: the point measured is rate 0, not `rate`."""
-    if int(n_negative) != n_negative or n_negative < 0: raise ValueError(f"n_negative must be a count >= 0, got {n_negative!r}")
+    if int(n_negative) != n_negative or n_negative < 0:
+        raise ValueError(f"n_negative must be a count >= 0, got {n_negative!r}")
     rates = [rates] if np.isscalar(rates) else list(rates)
     bad = [r for r in rates if not 0 < r <= 1]
     if bad: raise ValueError(f"rates must lie in (0, 1] (e.g. 1e-4 for FAR=10^-4), got {bad}")
@@ -433,14 +470,18 @@ def _paper_split(spec: SplitSpec, part: str, data_root, ctx) -> ManifestDataset:
     df, root = load_manifest(spec.family, data_root)
     ctx.update({k: v for k, v in df.attrs.items()})
     rows = np.asarray(spec.parts[part](df, ctx), dtype=np.int64)
-    if len(rows) == 0: raise ValueError(f"split {spec.name!r} part {part!r} selects no image from the manifest of {root}")
+    if len(rows) == 0:
+        raise ValueError(f"split {spec.name!r} part {part!r} selects no image from the manifest of {root}")
     names = df[df.label >= 0].groupby('label').class_name.first()
     class_names = [''] * (int(names.index.max()) + 1 if len(names) else 0)
     for l, n in names.items(): class_names[l] = n
     sub = df.iloc[rows]
     extra = _extras(spec.family, df, rows, part, df, ctx)
     if spec.family == 'gldv2' and part in ('query', 'gallery') and 'positives' in df:
-        gal = df[df.split == 'gallery'].path.str.rsplit('/', n=1).str[-1].str[:-4].tolist(); where = {k: i for i, k in enumerate(gal)}
-        extra['positives'] = [np.array([where[k] for k in str(p).split() if k in where], dtype=np.int64) for p in df[df.split == 'query'].positives]
-    return ManifestDataset(root, sub, class_names, name=spec.name, part=part, family=spec.family, train=(part == 'train'),
-                           description=f"{spec.paper_name} (paper scale, {root}), {part}", **extra)
+        gal = df[df.split == 'gallery'].path.str.rsplit('/', n=1).str[-1].str[:-4].tolist()
+        where = {k: i for i, k in enumerate(gal)}
+        extra['positives'] = [np.array([where[k] for k in str(p).split() if k in where], dtype=np.int64)
+                              for p in df[df.split == 'query'].positives]
+    return ManifestDataset(root, sub, class_names, name=spec.name, part=part, family=spec.family,
+                           train=(part == 'train'), description=f"{spec.paper_name} (paper scale, {root}), {part}",
+                           **extra)

@@ -26,19 +26,24 @@ __all__ = ['GLYPH_VERSION', 'STANDIN_FAMILIES', 'EVAL_ID_FRACTION', 'STANDIN_CON
 GLYPH_VERSION = 2  # bump when the rendering or the classes change: it is part of every cache key
 
 STANDIN_FAMILIES = ('imagenet', 'places365', 'cifar100', 'market1501', 'vggface2', 'gldv2', 'roxford5k', 'rparis6k',
-                    'imdbface', 'ijbc', 'pretrain')   # the dataset families of 03_data; each draws its own pool of characters
-EVAL_ID_FRACTION = 0.2   # VGGFace2's test identities: this share of its classes (the paper holds 500 of 9,131 identities)
+                    'imdbface', 'ijbc', 'pretrain')   # the dataset families of 03_data; each draws its own pool of
+                                                      # characters
+EVAL_ID_FRACTION = 0.2   # VGGFace2's test identities: this share of its classes (the paper holds 500 of 9,131
+                         # identities)
 
 @dataclass(frozen=True)
 class GlyphConfig:
     "Every knob of the Glyphs stand-in (the defaults are the `tiny` scale; `STANDIN_CONFIGS` has both scales)."
-    n_classes: int = 120             # C, classes of a dataset family (Market-1501 and VGGFace2 test on some: `family_sizes`)
-    n_unseen: int = 120              # evaluation-only classes of GLDv2-test, of ROxford and of RParis (landmarks + distractors)
+    n_classes: int = 120             # C, classes of a dataset family (Market-1501 and VGGFace2 test on some:
+                                     # `family_sizes`)
+    n_unseen: int = 120              # evaluation-only classes of GLDv2-test, of ROxford and of RParis (landmarks +
+                                     # distractors)
     ijbc_subjects: int = 240         # IJB-C's subjects, evaluation only
     ijbc_images: int = 35            # evaluation images per IJB-C subject (03_data cuts them into templates)
     n_train: int = 100               # images per class in the training pool (classes models may train on)
     n_eval: int = 20                 # images per class in the evaluation pool (query/gallery), disjoint
-    family_classes: tuple = ()       # ((family, trained classes, evaluation-only classes), ...): overrides `family_sizes`
+    family_classes: tuple = ()       # ((family, trained classes, evaluation-only classes), ...): overrides
+                                     # `family_sizes`
     image_size: int = 32             # H = W of the RGB images
     render_size: int = 64            # glyph masks are drawn at this size, then warped and pooled down
     glyph_box: float = 0.8           # a glyph's longer side fills this fraction of the mask (of its half, in a pair)
@@ -57,20 +62,27 @@ class GlyphConfig:
     class_seed: int = 0              # fixes the families' pools, their classes and their order (not the images)
 
     def __post_init__(self):
-        if self.n_classes < 4: raise ValueError(f"n_classes must be >= 4 (Market-1501 and VGGFace2 split theirs in two), got {self.n_classes}")
-        if self.n_unseen < 3: raise ValueError(f"n_unseen must be >= 3 (GLDv2-test's landmarks are a third of them), got {self.n_unseen}")
+        if self.n_classes < 4:
+            raise ValueError("n_classes must be >= 4 (Market-1501 and VGGFace2 split theirs in two), got "
+                             f"{self.n_classes}")
+        if self.n_unseen < 3:
+            raise ValueError(f"n_unseen must be >= 3 (GLDv2-test's landmarks are a third of them), got {self.n_unseen}")
         if self.ijbc_subjects < 2 or self.ijbc_images < 2:
-            raise ValueError(f"IJB-C needs >= 2 subjects of >= 2 images, got ijbc_subjects={self.ijbc_subjects}, ijbc_images={self.ijbc_images}")
-        if self.n_train < 1 or self.n_eval < 2: raise ValueError(f"need n_train >= 1 and n_eval >= 2, got {self.n_train}, {self.n_eval}")
+            raise ValueError(f"IJB-C needs >= 2 subjects of >= 2 images, got ijbc_subjects={self.ijbc_subjects}, "
+                             f"ijbc_images={self.ijbc_images}")
+        if self.n_train < 1 or self.n_eval < 2:
+            raise ValueError(f"need n_train >= 1 and n_eval >= 2, got {self.n_train}, {self.n_eval}")
         if self.image_size < 8 or self.render_size < self.image_size or self.render_size % 2:
-            raise ValueError(f"image_size must be >= 8 and render_size an even number >= image_size, got {self.image_size}, {self.render_size}")
+            raise ValueError("image_size must be >= 8 and render_size an even number >= image_size, got "
+                             f"{self.image_size}, {self.render_size}")
         for entry in self.family_classes:
             if len(entry) != 3 or entry[0] not in STANDIN_FAMILIES or min(entry[1:]) < 0 or sum(entry[1:]) < 1:
-                raise ValueError(f"family_classes entries are (family, trained classes, evaluation-only classes) with a family of "
-                                 f"{STANDIN_FAMILIES} and counts >= 0, not both 0; got {entry!r}")
+                raise ValueError("family_classes entries are (family, trained classes, evaluation-only classes) with "
+                                 f"a family of {STANDIN_FAMILIES} and counts >= 0, not both 0; got {entry!r}")
 
 STANDIN_CONFIGS = {'tiny': GlyphConfig(),
-                   'smoke': GlyphConfig(n_classes=24, n_unseen=24, ijbc_subjects=8, ijbc_images=11, n_train=16, n_eval=4)}
+                   'smoke': GlyphConfig(n_classes=24, n_unseen=24, ijbc_subjects=8, ijbc_images=11, n_train=16,
+                                        n_eval=4)}
                    # smoke: a small slice that checks that code runs
 
 def standin_config(scale: str) -> GlyphConfig:
@@ -83,8 +95,9 @@ def family_sizes(cfg: GlyphConfig) -> dict[str, tuple[int, int]]:
     """{family: (t, e)}: the `t` classes the family's models may train on (its labels 0..t-1, with a training pool) and
     its `e` evaluation-only classes (labels t..t+e-1). `n_classes` for the training sets (ImageNet, Places-365,
     CIFAR-100, GLDv2, IMDB-Face, pre-training); Market-1501 halves it into training and test identities (the paper's
-    751 / 750), VGGFace2 keeps `EVAL_ID_FRACTION` of it as test identities; GLDv2 adds `n_unseen` classes for GLDv2-test,
-    ROxford and RParis have `n_unseen` each, IJB-C `ijbc_subjects`; `cfg.family_classes` overrides any of them."""
+    751 / 750), VGGFace2 keeps `EVAL_ID_FRACTION` of it as test identities; GLDv2 adds `n_unseen` classes for
+    GLDv2-test, ROxford and RParis have `n_unseen` each, IJB-C `ijbc_subjects`; `cfg.family_classes` overrides any of
+    them."""
     n, u = cfg.n_classes, cfg.n_unseen
     v = max(2, round(EVAL_ID_FRACTION*n))
     out = {f: (n, 0) for f in STANDIN_FAMILIES}
@@ -113,7 +126,8 @@ GLYPH_RANGES = (('latin', 0x41, 0x5a), ('latin', 0x61, 0x7a), ('digit', 0x30, 0x
                 ('arabic', 0x627, 0x64a), ('georgian', 0x10d0, 0x10f0),
                 ('symbol', 0x2190, 0x2199), ('symbol', 0x2200, 0x22ff))
 SCRIPT_GROUPS = (('latin', 'digit'), ('greek', 'cyrillic', 'armenian', 'georgian', 'hebrew', 'arabic', 'symbol'))
-GROUP_NAMES = ('Latin (letters with their accented and extended forms, IPA letters, digits)', 'non-Latin (Greek, Cyrillic, Armenian, Georgian, Hebrew, Arabic, arrows, math)')
+GROUP_NAMES = ('Latin (letters with their accented and extended forms, IPA letters, digits)',
+               'non-Latin (Greek, Cyrillic, Armenian, Georgian, Hebrew, Arabic, arrows, math)')
 
 def glyph_fonts() -> list[Path]:
     "The TrueType fonts inside matplotlib usable for glyphs (full fonts, no tofu/size-variant fonts)."
@@ -124,7 +138,8 @@ def glyph_fonts() -> list[Path]:
     return fonts
 
 def render_mask(font, ch: str, size: int = 64, box: float = 0.8) -> np.ndarray|None:
-    "Render `ch` with the PIL `font`, crop to its ink, scale its longer side to `box*size`, centre it: uint8 [size, size] (None if no ink)."
+    """Render `ch` with the PIL `font`, crop to its ink, scale its longer side to `box*size`, centre it: uint8 [size,
+    size] (None if no ink)."""
     from PIL import Image, ImageDraw
     im = Image.new('L', (4*size, 4*size), 0)
     ImageDraw.Draw(im).text((2*size, 2*size), ch, fill=255, font=font, anchor='mm')
@@ -139,9 +154,9 @@ def render_mask(font, ch: str, size: int = 64, box: float = 0.8) -> np.ndarray|N
     return out
 
 def half_cell(mask: np.ndarray, box: float = 0.8) -> np.ndarray:
-    """A glyph `mask` [S, S] (as `render_mask` makes it) refitted into half the width: its ink scaled, aspect kept, to fit
-    `box` of a cell [S, S//2] (`box*S/2` wide, `box*S` tall), centred in it: uint8 [S, S//2]. Two cells side by side are
-    the mask of a pair of characters."""
+    """A glyph `mask` [S, S] (as `render_mask` makes it) refitted into half the width: its ink scaled, aspect kept,
+    to fit `box` of a cell [S, S//2] (`box*S/2` wide, `box*S` tall), centred in it: uint8 [S, S//2]. Two cells side
+    by side are the mask of a pair of characters."""
     from PIL import Image
     S = mask.shape[0]; W = S//2
     out = np.zeros((S, W), np.uint8); ys, xs = np.nonzero(mask > 8)
@@ -182,7 +197,8 @@ def _render_all_masks(size: int, box: float) -> dict:
             m = render_mask(ft, chr(cp), size, box)
             if m is None or (notdef is not None and np.array_equal(m, notdef)): continue
             keys.append((fi, cp)); masks.append(m)
-    return dict(fonts=[f.name for f in fonts], keys=np.array(keys, dtype=np.int64), masks=torch.from_numpy(np.stack(masks)))
+    return dict(fonts=[f.name for f in fonts], keys=np.array(keys, dtype=np.int64),
+                masks=torch.from_numpy(np.stack(masks)))
 
 # %% ../nbs/01_glyphs.ipynb #bbccc7a7
 def find_homoglyphs(feats: dict[int, list[torch.Tensor]], threshold: float) -> dict[int, int]:
@@ -206,7 +222,8 @@ def find_homoglyphs(feats: dict[int, list[torch.Tensor]], threshold: float) -> d
 # %% ../nbs/01_glyphs.ipynb #55547657
 @dataclass
 class GlyphClasses:
-    "The classes of a Glyphs universe: ordered pairs of characters, each family's from its own pool, and the fonts that draw them."
+    """The classes of a Glyphs universe: ordered pairs of characters, each family's from its own pool, and the fonts
+    that draw them."""
     chars: list            # chars[c] = the two characters of global class c (left, right)
     groups: np.ndarray     # groups[c] in {0, 1}: the script group (SCRIPT_GROUPS) of both its characters
     scripts: list          # scripts[c] = the scripts of its characters, e.g. 'latin+digit'
@@ -226,7 +243,8 @@ class GlyphClasses:
 
     @property
     def class_names(self) -> list[str]:
-        return [s + ' ' + ' + '.join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed').lower()}" for ch in s) for s in self.chars]
+        return [s + ' ' + ' + '.join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed').lower()}" for ch in s)
+                for s in self.chars]
 
 @lru_cache(maxsize=4)
 def _usable_characters(size: int, box: float, threshold: float, font_rank: int, cache_root: str|None = None) -> dict:
@@ -234,13 +252,15 @@ def _usable_characters(size: int, box: float, threshold: float, font_rank: int, 
     the font check and the characters at least two fonts draw: `reps` (code points in `GLYPH_RANGES` order), `group`,
     `rows` (cp -> rows of `masks`), `masks`, `fonts`, `merged`, `n_candidates`."""
     cache = ArtifactCache(cache_root)
-    spec = dict(version=GLYPH_VERSION, size=size, box=box, fonts=[f.name for f in glyph_fonts()], ranges=[list(r) for r in GLYPH_RANGES])
+    spec = dict(version=GLYPH_VERSION, size=size, box=box, fonts=[f.name for f in glyph_fonts()],
+                ranges=[list(r) for r in GLYPH_RANGES])
     raw = cache.get_or_make('glyph-masks', spec, lambda: _render_all_masks(size, box))
     fonts, keys, masks = raw['fonts'], raw['keys'], raw['masks']
     feats_all = _mask_features(masks)
     row = {(int(f), int(cp)): i for i, (f, cp) in enumerate(keys.tolist())}
     ref_ids = [fonts.index(f) for f in _REFERENCE_FONTS if f in fonts]
-    cps = sorted({cp for f, cp in row if f == ref_ids[0]}, key=lambda cp: [i for i, (_, a, b) in enumerate(GLYPH_RANGES) if a <= cp <= b][0]*1e6 + cp)
+    cps = sorted({cp for f, cp in row if f == ref_ids[0]},
+                 key=lambda cp: [i for i, (_, a, b) in enumerate(GLYPH_RANGES) if a <= cp <= b][0]*1e6 + cp)
     feats = {cp: [feats_all[row[(r, cp)]] if (r, cp) in row else None for r in ref_ids] for cp in cps}
     rep = find_homoglyphs(feats, threshold)
     reps = [cp for cp in cps if rep[cp] == cp]
@@ -262,22 +282,25 @@ def _usable_characters(size: int, box: float, threshold: float, font_rank: int, 
     rows = {cp: [i for f, i in usable[cp] if f not in bad_fonts] for cp in reps}
     reps = [cp for cp in reps if len(rows[cp]) >= 2]   # at least two fonts draw it
     group = {cp: 0 if _script_of(cp) in SCRIPT_GROUPS[0] else 1 for cp in reps}
-    return dict(reps=reps, group=group, rows=rows, masks=masks, mask_fonts=keys[:, 0], fonts=fonts, merged=merged, n_candidates=len(cps))
+    return dict(reps=reps, group=group, rows=rows, masks=masks, mask_fonts=keys[:, 0], fonts=fonts, merged=merged,
+                n_candidates=len(cps))
 
 def _deal_pools(reps: list, group: dict, class_seed: int) -> dict:
-    "family -> (its characters of group 0, of group 1): each group's characters shuffled by `class_seed` and dealt in turn."
+    """family -> (its characters of group 0, of group 1): each group's characters shuffled by `class_seed` and dealt
+    in turn."""
     rng, pools = np.random.default_rng(class_seed), {f: ([], []) for f in STANDIN_FAMILIES}
     for g in (0, 1):
         chars = [cp for cp in reps if group[cp] == g]
-        for i, j in enumerate(rng.permutation(len(chars))): pools[STANDIN_FAMILIES[i % len(STANDIN_FAMILIES)]][g].append(chars[j])
+        for i, j in enumerate(rng.permutation(len(chars))):
+            pools[STANDIN_FAMILIES[i % len(STANDIN_FAMILIES)]][g].append(chars[j])
     return pools
 
 @lru_cache(maxsize=4)
 def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None) -> GlyphClasses:
-    """The classes of every family's stand-in: the characters (rendered, homoglyphs merged, fonts checked) dealt into one
-    pool per family (`_deal_pools`), and for each family its `family_sizes` classes, half of each script group, each a
-    pair of its pool's characters of one group drawn without replacement by `class_seed`; its trained classes first,
-    then its evaluation-only ones, each in a random order that mixes the groups."""
+    """The classes of every family's stand-in: the characters (rendered, homoglyphs merged, fonts checked) dealt into
+    one pool per family (`_deal_pools`), and for each family its `family_sizes` classes, half of each script group,
+    each a pair of its pool's characters of one group drawn without replacement by `class_seed`; its trained classes
+    first, then its evaluation-only ones, each in a random order that mixes the groups."""
     u = _usable_characters(cfg.render_size, cfg.glyph_box, cfg.homoglyph_threshold, cfg.font_rank, cache_root)
     pools, sizes = _deal_pools(u['reps'], u['group'], cfg.class_seed), family_sizes(cfg)
     symbols = [cp for f in STANDIN_FAMILIES for g in (0, 1) for cp in pools[f][g]]
@@ -288,9 +311,10 @@ def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None)
         for g in (0, 1):
             pool = pools[f][g]; k = len(pool); need = ((t + 1 - g)//2, (e + 1 - g)//2)   # group 0 takes an odd one
             if sum(need) > k*k:
-                raise ValueError(f"the {f} stand-in needs {sum(need)} classes of script group {g} ({GROUP_NAMES[g]}) but its pool "
-                                 f"has {k} such characters, {k*k} ordered pairs; lower its classes (GlyphConfig n_classes, n_unseen, "
-                                 f"ijbc_subjects or family_classes) to at most {2*k*k} per role, or raise homoglyph_threshold")
+                raise ValueError(f"the {f} stand-in needs {sum(need)} classes of script group {g} ({GROUP_NAMES[g]}) "
+                                 f"but its pool has {k} such characters, {k*k} ordered pairs; lower its classes "
+                                 "(GlyphConfig n_classes, n_unseen, ijbc_subjects or family_classes) to at most "
+                                 f"{2*k*k} per role, or raise homoglyph_threshold")
             pairs = [(pool[i//k], pool[i % k]) for i in rng.permutation(k*k)[:sum(need)]]
             roles[0].extend(pairs[:need[0]]); roles[1].extend(pairs[need[0]:])
         spans[f] = (len(parts), t, e)
@@ -301,21 +325,27 @@ def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None)
     cells = torch.from_numpy(np.stack([half_cell(u['masks'][i].numpy(), cfg.glyph_box) for i in used]))
     nf = max(len(u['rows'][cp]) for cp in symbols)
     sym_rows = torch.tensor([[where[i] for i in u['rows'][cp]] + [0]*(nf - len(u['rows'][cp])) for cp in symbols])
-    return GlyphClasses(chars=[chr(a) + chr(b) for a, b in parts], groups=np.array([u['group'][a] for a, _ in parts], dtype=np.int64),
+    return GlyphClasses(chars=[chr(a) + chr(b) for a, b in parts],
+                        groups=np.array([u['group'][a] for a, _ in parts], dtype=np.int64),
                         scripts=[f'{_script_of(a)}+{_script_of(b)}' for a, b in parts], families=np.array(fams),
-                        trained=np.array(trained), spans=spans, pools={f: ''.join(chr(cp) for g in (0, 1) for cp in pools[f][g]) for f in pools},
-                        symbols=''.join(map(chr, symbols)), parts=torch.tensor([[sym[a], sym[b]] for a, b in parts], dtype=torch.long),
-                        sym_rows=sym_rows, sym_fonts=torch.tensor([len(u['rows'][cp]) for cp in symbols]), cells=cells,
+                        trained=np.array(trained), spans=spans,
+                        pools={f: ''.join(chr(cp) for g in (0, 1) for cp in pools[f][g]) for f in pools},
+                        symbols=''.join(map(chr, symbols)),
+                        parts=torch.tensor([[sym[a], sym[b]] for a, b in parts], dtype=torch.long), sym_rows=sym_rows,
+                        sym_fonts=torch.tensor([len(u['rows'][cp]) for cp in symbols]), cells=cells,
                         cell_fonts=np.asarray(u['mask_fonts'])[used], fonts=u['fonts'],
                         merged={chr(cp): u['merged'][chr(cp)] for cp in symbols}, n_candidates=u['n_candidates'])
 
 # %% ../nbs/01_glyphs.ipynb #c4e04ff8
 def _lum(c): return 0.299*c[..., 0] + 0.587*c[..., 1] + 0.114*c[..., 2]
 
-def render_glyphs(gc: GlyphClasses, labels: torch.Tensor, cfg: GlyphConfig, g: torch.Generator, chunk: int = 2048) -> torch.Tensor:
+def render_glyphs(gc: GlyphClasses, labels: torch.Tensor, cfg: GlyphConfig, g: torch.Generator,
+                  chunk: int = 2048) -> torch.Tensor:
     "Render one random image of each class in `labels` (LongTensor [N] of global classes of `gc`): uint8 [N, 3, H, W]."
     H, S = cfg.image_size, cfg.render_size
-    if S != gc.cells.shape[1]: raise ValueError(f"cfg.render_size={S} but the classes' masks are {gc.cells.shape[1]} pixels: pass the cfg of glyph_classes")
+    if S != gc.cells.shape[1]:
+        raise ValueError(f"cfg.render_size={S} but the classes' masks are {gc.cells.shape[1]} pixels: pass the cfg of "
+                         "glyph_classes")
     out = torch.empty(len(labels), 3, H, H, dtype=torch.uint8)
     for s in range(0, len(labels), chunk):
         lab = torch.as_tensor(labels[s:s+chunk]); n = len(lab)
@@ -336,7 +366,8 @@ def render_glyphs(gc: GlyphClasses, labels: torch.Tensor, cfg: GlyphConfig, g: t
         ang = (u(n)*2-1)*math.radians(cfg.rotation); sh = (u(n)*2-1)*math.radians(cfg.shear)
         sc = cfg.scale[0] + u(n)*(cfg.scale[1]-cfg.scale[0]); t = (u(n, 2)*2-1)*2*cfg.translate
         cos, sin, tan = torch.cos(ang), torch.sin(ang), torch.tan(sh)
-        A = torch.stack([torch.stack([cos, -sin + cos*tan], 1), torch.stack([sin, cos + sin*tan], 1)], 1)/sc[:, None, None]
+        A = torch.stack([torch.stack([cos, -sin + cos*tan], 1),
+                         torch.stack([sin, cos + sin*tan], 1)], 1)/sc[:, None, None]
         theta = torch.cat([A, -(A @ t[:, :, None])], 2)
         grid = F.affine_grid(theta, (n, 1, 2*H, 2*H), align_corners=False)
         m = F.avg_pool2d(F.grid_sample(m, grid, align_corners=False, padding_mode='zeros'), 2)   # [n,1,H,H]
@@ -376,17 +407,20 @@ def standin_normalization(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, n: in
     """(mean, std) per channel of `n` images of classes spread over every family (a draw of their own): the one
     normalisation of every stand-in dataset, as the papers normalise every dataset with ImageNet's statistics."""
     gc = glyph_classes(cfg)
-    x = render_glyphs(gc, torch.arange(n) % len(gc.chars), cfg, torch.Generator().manual_seed(_pool_seed(seed, 'normalization'))).float()/255
+    x = render_glyphs(gc, torch.arange(n) % len(gc.chars), cfg,
+                      torch.Generator().manual_seed(_pool_seed(seed, 'normalization'))).float()/255
     return x.mean((0, 2, 3)).tolist(), x.std((0, 2, 3)).tolist()
 
 def make_glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, family: str = 'imagenet') -> dict:
-    """The images of `family`'s stand-in: a training pool (`n_train` per class it may train on) and a disjoint evaluation
-    pool (`family_images` per class: every class, evaluation-only ones too). Labels are the family's own (0..t+e-1,
-    `GlyphClasses.spans`), `n_trained` = t; `mean`, `std` are `standin_normalization`."""
-    if family not in STANDIN_FAMILIES: raise ValueError(f"unknown stand-in family {family!r}; the families are {STANDIN_FAMILIES}")
+    """The images of `family`'s stand-in: a training pool (`n_train` per class it may train on) and a disjoint
+    evaluation pool (`family_images` per class: every class, evaluation-only ones too). Labels are the family's own
+    (0..t+e-1, `GlyphClasses.spans`), `n_trained` = t; `mean`, `std` are `standin_normalization`."""
+    if family not in STANDIN_FAMILIES:
+        raise ValueError(f"unknown stand-in family {family!r}; the families are {STANDIN_FAMILIES}")
     gc = glyph_classes(cfg)
     first, t, e = gc.spans[family]; sl = slice(first, first + t + e)
-    out = dict(family=family, n_trained=t, class_names=gc.class_names[sl], chars=gc.chars[sl], groups=gc.groups[sl], scripts=gc.scripts[sl])
+    out = dict(family=family, n_trained=t, class_names=gc.class_names[sl], chars=gc.chars[sl], groups=gc.groups[sl],
+               scripts=gc.scripts[sl])
     for pool, n, k in zip(('train', 'eval'), family_images(cfg, family), (t, t + e)):
         labels = torch.arange(k).repeat_interleave(n)
         g = torch.Generator().manual_seed(_pool_seed(seed, f'{family}/{pool}'))
@@ -395,14 +429,15 @@ def make_glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, family:
     out['mean'], out['std'] = standin_normalization(cfg, seed)
     return out
 
-def glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, cache: ArtifactCache|None = None, rebuild: bool = False, *,
-                   family: str) -> dict:
-    """`make_glyph_universe` of `family`, cached on disk by (`GLYPH_VERSION`, `cfg`, `seed`, `family`) and in memory (the
-    last few families used); `rebuild` regenerates it. `cache`: the run context's cache unless given."""
+def glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, cache: ArtifactCache|None = None,
+                   rebuild: bool = False, *, family: str) -> dict:
+    """`make_glyph_universe` of `family`, cached on disk by (`GLYPH_VERSION`, `cfg`, `seed`, `family`) and in memory
+    (the last few families used); `rebuild` regenerates it. `cache`: the run context's cache unless given."""
     cache = cache or current_context().cache
     key = (cfg, int(seed), family, str(cache.root))
     if rebuild or key not in _UNIVERSES:
-        spec = dict(version=GLYPH_VERSION, config=cfg, seed=int(seed), family=family)   # cfg, not asdict: see register_version above
+        # cfg, not asdict: see register_version above
+        spec = dict(version=GLYPH_VERSION, config=cfg, seed=int(seed), family=family)
         if rebuild: cache.save('glyphs', spec, make_glyph_universe(cfg, seed, family))
         _UNIVERSES[key] = cache.get_or_make('glyphs', spec, lambda: make_glyph_universe(cfg, seed, family))
     _UNIVERSES[key] = _UNIVERSES.pop(key)                          # most recently used last
@@ -417,16 +452,20 @@ class GlyphDataset(Dataset):
                  mean, std, train: bool, aug: dict|None = None, scale: str = 'tiny', **extra):
         self.images, self.labels = images, np.asarray(labels, dtype=np.int64)
         self.classes = np.unique(self.labels[self.labels >= 0])
-        self.class_names, self.groups = list(class_names), None if groups is None else np.asarray(groups, dtype=np.int64)
+        self.class_names, self.groups = (list(class_names),
+                                         None if groups is None else np.asarray(groups, dtype=np.int64))
         self.name, self.part, self.scale, self.description = name, part, scale, description
         self.image_size = (images.shape[-2], images.shape[-1]); self.train = train
         self.mean, self.std = torch.tensor(mean).view(1, 3, 1, 1), torch.tensor(std).view(1, 3, 1, 1)
         self.aug = dict(rotation=8.0, scale=(0.9, 1.1), translate=0.08, brightness=0.15) | (aug or {})
-        for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
+        for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'):
+            setattr(self, k, extra.pop(k, None))
         if extra: raise TypeError(f"unknown dataset attributes {sorted(extra)}")
 
     def __len__(self): return len(self.labels)
-    def __repr__(self): return f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes, part={self.part!r})"
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes, "
+                f"part={self.part!r})")
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
         "All images (uint8 [N, 3, H, W]) and labels (int64 [N])."
@@ -434,7 +473,8 @@ class GlyphDataset(Dataset):
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         "uint8 batch [B, 3, H, W] on any device -> normalised float batch (no augmentation: for evaluation)."
-        if x.dtype != torch.uint8: raise TypeError(f"normalize expects a uint8 batch (from ds.tensors()), got {x.dtype}")
+        if x.dtype != torch.uint8:
+            raise TypeError(f"normalize expects a uint8 batch (from ds.tensors()), got {x.dtype}")
         return (x.float()/255 - self.mean.to(x.device))/self.std.to(x.device)
 
     def augment(self, x: torch.Tensor, generator: torch.Generator|None = None) -> torch.Tensor:
@@ -445,7 +485,8 @@ class GlyphDataset(Dataset):
         u = lambda *s: torch.rand(*s, generator=generator, device=generator.device if generator else dev).to(dev)
         ang = (u(B)*2-1)*math.radians(a['rotation']); sc = a['scale'][0] + u(B)*(a['scale'][1]-a['scale'][0])
         t = (u(B, 2)*2-1)*2*a['translate']
-        A = torch.stack([torch.stack([torch.cos(ang), -torch.sin(ang)], 1), torch.stack([torch.sin(ang), torch.cos(ang)], 1)], 1)/sc[:, None, None]
+        A = torch.stack([torch.stack([torch.cos(ang), -torch.sin(ang)], 1),
+                         torch.stack([torch.sin(ang), torch.cos(ang)], 1)], 1)/sc[:, None, None]
         grid = F.affine_grid(torch.cat([A, t[:, :, None]], 2), list(x.shape), align_corners=False)
         y = F.grid_sample(x.float()/255, grid, align_corners=False, padding_mode='border')
         y = (y*(1 + (u(B)*2-1)*a['brightness'])[:, None, None, None]).clamp(0, 1)

@@ -22,19 +22,22 @@ __all__ = ['FAMILY_DIRS', 'MANIFEST_NAME', 'IMAGE_EXTS', 'IMAGENET_MEAN', 'IMAGE
 
 # %% ../nbs/02_manifests.ipynb #89f1f37b
 FAMILY_DIRS = dict(imagenet='imagenet', places365='places365', cifar100='cifar100', market1501='market1501',
-                   vggface2='vggface2', gldv2='gldv2', roxford5k='roxford5k', rparis6k='rparis6k', ijbc='ijbc', imdbface='imdbface')
+                   vggface2='vggface2', gldv2='gldv2', roxford5k='roxford5k', rparis6k='rparis6k', ijbc='ijbc',
+                   imdbface='imdbface')
 MANIFEST_NAME = 'compatrepro_manifest.csv.gz'
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp', '.webp')
 
 def _need(p: Path, what: str, how: str) -> Path:
-    if not p.exists(): raise FileNotFoundError(f"missing {what}: {p} does not exist. {how} (layouts: data_prep/README.md)")
+    if not p.exists():
+        raise FileNotFoundError(f"missing {what}: {p} does not exist. {how} (layouts: data_prep/README.md)")
     return p
 
 def _images_in(d: Path) -> list[Path]:
     return sorted(p for p in d.iterdir() if p.suffix.lower() in IMAGE_EXTS)
 
 def _identity_folders(d: Path, split: str, root: Path, first_label: int = 0, names=None) -> pd.DataFrame:
-    "One row per image of an identity-folder tree `d/<class>/<image>`; labels by sorted class folder (or `names` order)."
+    """One row per image of an identity-folder tree `d/<class>/<image>`; labels by sorted class folder (or `names`
+    order)."""
     names = names or sorted(p.name for p in d.iterdir() if p.is_dir())
     if not names: raise FileNotFoundError(f"{d} holds no class folders (expected {d}/<class>/<image>.jpg)")
     rows = [(str(p.relative_to(root)), first_label + i, n, split) for i, n in enumerate(names)
@@ -42,12 +45,15 @@ def _identity_folders(d: Path, split: str, root: Path, first_label: int = 0, nam
     return pd.DataFrame(rows, columns=['path', 'label', 'class_name', 'split'])
 
 def _m_imagenet(root: Path) -> pd.DataFrame:
-    how = "ImageNet needs train/<wnid>/*.JPEG and val/<wnid>/*.JPEG (val sorted into class folders, e.g. with the valprep.sh script)"
+    how = ("ImageNet needs train/<wnid>/*.JPEG and val/<wnid>/*.JPEG (val sorted into class folders, e.g. with the "
+           "valprep.sh script)")
     tr = _identity_folders(_need(root/'train', 'ImageNet train/ folder', how), 'train', root)
     names = sorted(tr.class_name.unique())
     va = _identity_folders(_need(root/'val', 'ImageNet val/ folder', how), 'val', root, names=names)
     extra = sorted(set(p.name for p in (root/'val').iterdir() if p.is_dir()) - set(names))
-    if extra: raise ValueError(f"ImageNet val/ has class folders that train/ lacks: {extra[:5]}; val must use the train synsets")
+    if extra:
+        raise ValueError(f"ImageNet val/ has class folders that train/ lacks: {extra[:5]}; val must use the train "
+                         "synsets")
     return pd.concat([tr, va], ignore_index=True)
 
 def _m_imdbface(root: Path) -> pd.DataFrame:
@@ -56,10 +62,14 @@ def _m_imdbface(root: Path) -> pd.DataFrame:
 def _m_places365(root: Path) -> pd.DataFrame:
     how = ("Places-365 needs categories_places365.txt, places365_train_standard.txt, places365_val.txt (from "
            "filelist_places365-standard.tar) and the images in data_256/ and val_256/")
-    cats = pd.read_csv(_need(root/'categories_places365.txt', 'Places-365 category list', how), sep=' ', header=None, names=['name', 'label'])
-    tr = pd.read_csv(_need(root/'places365_train_standard.txt', 'Places-365 train file list', how), sep=' ', header=None, names=['path', 'label'])
-    va = pd.read_csv(_need(root/'places365_val.txt', 'Places-365 val file list', how), sep=' ', header=None, names=['path', 'label'])
-    _need(root/'data_256', 'Places-365 train image folder data_256/', how); _need(root/'val_256', 'Places-365 val image folder val_256/', how)
+    cats = pd.read_csv(_need(root/'categories_places365.txt', 'Places-365 category list', how), sep=' ', header=None,
+                       names=['name', 'label'])
+    tr = pd.read_csv(_need(root/'places365_train_standard.txt', 'Places-365 train file list', how), sep=' ',
+                     header=None, names=['path', 'label'])
+    va = pd.read_csv(_need(root/'places365_val.txt', 'Places-365 val file list', how), sep=' ', header=None,
+                     names=['path', 'label'])
+    _need(root/'data_256', 'Places-365 train image folder data_256/', how)
+    _need(root/'val_256', 'Places-365 val image folder val_256/', how)
     tr['path'] = 'data_256/' + tr.path.str.lstrip('/'); tr['split'] = 'train'
     va['path'] = 'val_256/' + va.path.str.lstrip('/'); va['split'] = 'val'
     df = pd.concat([tr, va], ignore_index=True)
@@ -94,7 +104,8 @@ def _m_market1501(root: Path) -> pd.DataFrame:
             if pid == -1: continue                                  # junk images: ignored by the protocol
             rows.append((str(p.relative_to(root)), pid, cam, split))
     df = pd.DataFrame(rows, columns=['path', 'pid', 'camera', 'split'])
-    tr_ids = sorted(df.pid[df.split == 'train'].unique()); te_ids = sorted(set(df.pid[(df.split != 'train') & (df.pid > 0)]) - set(tr_ids))
+    tr_ids = sorted(df.pid[df.split == 'train'].unique())
+    te_ids = sorted(set(df.pid[(df.split != 'train') & (df.pid > 0)]) - set(tr_ids))
     lab = {p: i for i, p in enumerate(tr_ids + te_ids)}
     df['label'] = df.pid.map(lambda p: lab.get(p, -1)) if len(df) else []   # distractors (pid 0) -> -1
     df['class_name'] = df.pid.map(lambda p: f'{p:04d}' if p > 0 else 'distractor')
@@ -104,16 +115,18 @@ def _m_vggface2(root: Path) -> pd.DataFrame:
     how = "VGGFace2 needs train/<id>/*.jpg, test/<id>/*.jpg and identity_meta.csv (vggface2_train/test.tar.gz, meta)"
     tr = _identity_folders(_need(root/'train', 'VGGFace2 train/ folder', how), 'train', root)
     te = _identity_folders(_need(root/'test', 'VGGFace2 test/ folder', how), 'test', root, first_label=tr.label.max()+1)
-    meta = pd.read_csv(_need(root/'identity_meta.csv', 'VGGFace2 identity_meta.csv', how), skipinitialspace=True, dtype=str,
-                       on_bad_lines='skip', quotechar='"')
+    meta = pd.read_csv(_need(root/'identity_meta.csv', 'VGGFace2 identity_meta.csv', how), skipinitialspace=True,
+                       dtype=str, on_bad_lines='skip', quotechar='"')
     meta.columns = [c.strip() for c in meta.columns]
-    if not {'Class_ID', 'Gender'} <= set(meta.columns): raise ValueError(f"{root/'identity_meta.csv'} needs the columns Class_ID and Gender, has {list(meta.columns)}")
+    if not {'Class_ID', 'Gender'} <= set(meta.columns):
+        raise ValueError(f"{root/'identity_meta.csv'} needs the columns Class_ID and Gender, has {list(meta.columns)}")
     gender = dict(zip(meta.Class_ID.str.strip(), meta.Gender.str.strip().str.lower()))
     df = pd.concat([tr, te], ignore_index=True)
     df['group'] = df.class_name.map(lambda c: {'m': 0, 'f': 1}.get(gender.get(c), -1))
     # FastFill A.1: "a random but fixed subsample of 50 images per class in the test set"
     t = df.split == 'test'
-    rank = pd.Series(seeded_rng(0, 'vggface2-test50').permutation(int(t.sum()))).groupby(df.label[t].to_numpy()).rank().to_numpy()
+    rank = (pd.Series(seeded_rng(0, 'vggface2-test50').permutation(int(t.sum())))
+            .groupby(df.label[t].to_numpy()).rank().to_numpy())
     df.loc[t, 'split'] = np.where(rank <= 50, 'test', 'test_unused')
     return df
 
@@ -125,7 +138,8 @@ def _m_gldv2(root: Path) -> pd.DataFrame:
     tc = pd.read_csv(_need(root/'train_clean.csv', 'GLDv2 train_clean.csv', how))
     _need(root/'train', 'GLDv2 train/ folder', how)
     tc = tc.sort_values('landmark_id').reset_index(drop=True)
-    rows = [(_gld_path('train', i), lab, str(lid), 'train') for lab, (lid, ims) in enumerate(zip(tc.landmark_id, tc.images)) for i in ims.split()]
+    rows = [(_gld_path('train', i), lab, str(lid), 'train')
+            for lab, (lid, ims) in enumerate(zip(tc.landmark_id, tc.images)) for i in ims.split()]
     df = pd.DataFrame(rows, columns=['path', 'label', 'class_name', 'split'])
     if (root/'retrieval_solution_v2.1.csv').exists():
         # GLDv2-test's queries are the Private ones (RACT sec. 5.1: "GLDv2-test contains 761,757 gallery images and 750
@@ -133,11 +147,14 @@ def _m_gldv2(root: Path) -> pd.DataFrame:
         # Usage 'Ignored') are left out; keep_default_na=False keeps the string None from being read as NaN
         sol = pd.read_csv(root/'retrieval_solution_v2.1.csv', dtype=str, keep_default_na=False)
         if not {'id', 'images', 'Usage'} <= set(sol.columns):
-            raise ValueError(f"{root/'retrieval_solution_v2.1.csv'} needs the columns id, images and Usage (Kaggle's file); it has {list(sol.columns)}")
+            raise ValueError(f"{root/'retrieval_solution_v2.1.csv'} needs the columns id, images and Usage (Kaggle's "
+                             f"file); it has {list(sol.columns)}")
         sol = sol[(sol.Usage == 'Private') & (sol.images != 'None')]
         index_ids = pd.read_csv(_need(root/'index.csv', 'GLDv2 index.csv', how)).id.astype(str).tolist()
-        q = pd.DataFrame(dict(path=[_gld_path('test', i) for i in sol.id], label=-1, class_name='', split='query', positives=sol.images))
-        g = pd.DataFrame(dict(path=[_gld_path('index', i) for i in index_ids], label=-1, class_name='', split='gallery'))
+        q = pd.DataFrame(dict(path=[_gld_path('test', i) for i in sol.id], label=-1, class_name='', split='query',
+                              positives=sol.images))
+        g = pd.DataFrame(dict(path=[_gld_path('index', i) for i in index_ids], label=-1, class_name='',
+                              split='gallery'))
         df = pd.concat([df, q, g], ignore_index=True)
     return df
 
@@ -151,7 +168,8 @@ def _m_roxford(root: Path, name: str) -> pd.DataFrame:
     q['bbx'] = [' '.join(f'{float(x):g}' for x in v['bbx']) if 'bbx' in v else '' for v in cfg['gnd']]
     g = pd.DataFrame(dict(path=[f'jpg/{n}.jpg' for n in cfg['imlist']], split='gallery'))
     df = pd.concat([q, g], ignore_index=True); df['label'] = -1; df['class_name'] = ''
-    df.attrs['gnd'] = [{k: np.asarray(v.get(k, []), dtype=np.int64) for k in ('easy', 'hard', 'junk')} for v in cfg['gnd']]
+    df.attrs['gnd'] = [{k: np.asarray(v.get(k, []), dtype=np.int64) for k in ('easy', 'hard', 'junk')}
+                       for v in cfg['gnd']]
     return df
 
 def _m_ijbc(root: Path) -> pd.DataFrame:
@@ -159,20 +177,26 @@ def _m_ijbc(root: Path) -> pd.DataFrame:
            "(TEMPLATE_ID, SUBJECT_ID, FILENAME), ijbc_11_G1_G2_matches.csv and images/")
     pr = _need(root/'protocols', 'IJB-C protocols/ folder', how); _need(root/'images', 'IJB-C images/ folder', how)
     parts = []
-    for f, split, gset in (('ijbc_1N_gallery_G1.csv', 'gallery', 1), ('ijbc_1N_gallery_G2.csv', 'gallery', 2), ('ijbc_1N_probe_mixed.csv', 'query', 0)):
+    for f, split, gset in (('ijbc_1N_gallery_G1.csv', 'gallery', 1), ('ijbc_1N_gallery_G2.csv', 'gallery', 2),
+                           ('ijbc_1N_probe_mixed.csv', 'query', 0)):
         t = pd.read_csv(_need(pr/f, f'IJB-C protocol file {f}', how))
-        if not {'TEMPLATE_ID', 'SUBJECT_ID', 'FILENAME'} <= set(t.columns): raise ValueError(f"{pr/f} needs TEMPLATE_ID, SUBJECT_ID, FILENAME columns")
-        parts.append(pd.DataFrame(dict(path='images/' + t.FILENAME.astype(str), template=t.TEMPLATE_ID, subject=t.SUBJECT_ID, split=split,
-                                       gallery_set=gset)))   # which gallery (G1, G2) a template enrolls in; 0: a probe
+        if not {'TEMPLATE_ID', 'SUBJECT_ID', 'FILENAME'} <= set(t.columns):
+            raise ValueError(f"{pr/f} needs TEMPLATE_ID, SUBJECT_ID, FILENAME columns")
+        parts.append(pd.DataFrame(dict(path='images/' + t.FILENAME.astype(str), template=t.TEMPLATE_ID,
+                                       # which gallery (G1, G2) a template enrolls in; 0: a probe
+                                       subject=t.SUBJECT_ID, split=split, gallery_set=gset)))
     df = pd.concat(parts, ignore_index=True)
     allimg = df.drop_duplicates(['template', 'path']).assign(split='test')
     df = pd.concat([df, allimg], ignore_index=True)
     subj = sorted(df.subject.unique()); lab = {s: i for i, s in enumerate(subj)}
     df['label'] = df.subject.map(lab); df['class_name'] = df.subject.astype(str)
-    m = pd.read_csv(_need(pr/'ijbc_11_G1_G2_matches.csv', 'IJB-C 1:1 pair list ijbc_11_G1_G2_matches.csv', how), header=None).iloc[:, :2].to_numpy()
+    m = pd.read_csv(_need(pr/'ijbc_11_G1_G2_matches.csv', 'IJB-C 1:1 pair list ijbc_11_G1_G2_matches.csv', how),
+                    header=None).iloc[:, :2].to_numpy()
     t2s = df.groupby('template').label.first()
-    if not (np.isin(m[:, 0], t2s.index) & np.isin(m[:, 1], t2s.index)).all(): raise ValueError(f"{pr/'ijbc_11_G1_G2_matches.csv'} names templates that are in no protocol file")
-    df.attrs['pairs'] = np.stack([m[:, 0], m[:, 1], (t2s.loc[m[:, 0]].to_numpy() == t2s.loc[m[:, 1]].to_numpy())], 1).astype(np.int64)
+    if not (np.isin(m[:, 0], t2s.index) & np.isin(m[:, 1], t2s.index)).all():
+        raise ValueError(f"{pr/'ijbc_11_G1_G2_matches.csv'} names templates that are in no protocol file")
+    df.attrs['pairs'] = np.stack([m[:, 0], m[:, 1], (t2s.loc[m[:, 0]].to_numpy() == t2s.loc[m[:, 1]].to_numpy())],
+                                 1).astype(np.int64)
     return df.drop(columns='subject')
 
 _BUILDERS = dict(imagenet=_m_imagenet, places365=_m_places365, cifar100=_m_cifar100, market1501=_m_market1501,
@@ -185,22 +209,28 @@ def build_manifest(family: str, root: str|Path, verify: bool = False) -> pd.Data
     every image is opened and a corrupt one raises an error naming the file."""
     if family not in _BUILDERS: raise ValueError(f"unknown dataset {family!r}; valid: {sorted(_BUILDERS)}")
     root = Path(root)
-    if not root.is_dir(): raise FileNotFoundError(f"dataset folder {root} does not exist; put {family} there (layouts: data_prep/README.md)")
+    if not root.is_dir():
+        raise FileNotFoundError(f"dataset folder {root} does not exist; put {family} there (layouts: "
+                                "data_prep/README.md)")
     df = _BUILDERS[family](root)
     if len(df) == 0: raise ValueError(f"no images found for {family} under {root} (layouts: data_prep/README.md)")
     if 'group' not in df: df['group'] = -1
     missing = [p for p in df.path.unique()[:1000] if '#' not in p and not (root/p).exists()]
-    if missing: raise FileNotFoundError(f"{len(missing)} image(s) listed for {family} are missing under {root}, e.g. {root/missing[0]}")
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} image(s) listed for {family} are missing under {root}, e.g. "
+                                f"{root/missing[0]}")
     if verify:
         for p in progress(df.path.unique(), desc=f'verifying {family} images'): _load_image(root, p)
     return df
 
 def write_manifest(df: pd.DataFrame, path: str|Path) -> Path:
-    "Write a manifest (CSV, gzip) atomically; dataset-level attributes (ROxford gnd, IJB-C pairs) go into a JSON beside it."
+    """Write a manifest (CSV, gzip) atomically; dataset-level attributes (ROxford gnd, IJB-C pairs) go into a JSON
+    beside it."""
     path = Path(path)
     with atomic_path(path) as tmp: df.to_csv(tmp, index=False, compression='gzip')
     if df.attrs:
-        a = {k: ([{kk: vv.tolist() for kk, vv in g.items()} for g in v] if k == 'gnd' else np.asarray(v).tolist()) for k, v in df.attrs.items()}
+        a = {k: ([{kk: vv.tolist() for kk, vv in g.items()} for g in v] if k == 'gnd' else np.asarray(v).tolist())
+             for k, v in df.attrs.items()}
         with atomic_path(path.with_suffix('.attrs.json')) as tmp: Path(tmp).write_text(json.dumps(a))
     return path
 
@@ -210,17 +240,23 @@ def read_manifest(path: str|Path) -> pd.DataFrame:
     ap = path.with_suffix('.attrs.json')
     if ap.exists():
         a = json.loads(ap.read_text())
-        df.attrs = {k: ([{kk: np.asarray(vv, dtype=np.int64) for kk, vv in g.items()} for g in v] if k == 'gnd' else np.asarray(v, dtype=np.int64)) for k, v in a.items()}
+        df.attrs = {k: ([{kk: np.asarray(vv, dtype=np.int64) for kk, vv in g.items()} for g in v] if k == 'gnd'
+                        else np.asarray(v, dtype=np.int64)) for k, v in a.items()}
     return df
 
 def load_manifest(family: str, data_root: str|Path) -> tuple[pd.DataFrame, Path]:
-    "The manifest of `family` under `data_root/<family dir>`: read from `compatrepro_manifest.csv.gz` if there, else built."
-    if data_root is None: raise ValueError("scale='paper' needs data_root, the folder holding the datasets (see data_prep/README.md)")
+    """The manifest of `family` under `data_root/<family dir>`: read from `compatrepro_manifest.csv.gz` if there,
+    else built."""
+    if data_root is None:
+        raise ValueError("scale='paper' needs data_root, the folder holding the datasets (see data_prep/README.md)")
     root = Path(data_root)/FAMILY_DIRS[family]
-    if not root.is_dir(): raise FileNotFoundError(f"{family} is expected in {root}, which does not exist; see data_prep/README.md for its layout")
+    if not root.is_dir():
+        raise FileNotFoundError(f"{family} is expected in {root}, which does not exist; see data_prep/README.md for "
+                                "its layout")
     mf = root/MANIFEST_NAME
     df = read_manifest(mf) if mf.exists() else build_manifest(family, root)
-    if family in ('roxford5k', 'rparis6k') and 'bbx' not in df:   # written before query boxes were kept: re-read the gnd file
+    if family in ('roxford5k', 'rparis6k') and 'bbx' not in df:   # written before query boxes were kept: re-read the
+                                                                  # gnd file
         df = build_manifest(family, root)
     return df, root
 
@@ -229,13 +265,16 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 FACE_FAMILIES = ('vggface2', 'imdbface', 'ijbc')
 
 def paper_image_size(family: str) -> int:
-    "The side of the square images a paper-scale model reads from `family`'s folder unless its spec names another (see the note above)."
+    """The side of the square images a paper-scale model reads from `family`'s folder unless its spec names another
+    (see the note above)."""
     return 112 if family in FACE_FAMILIES else 224
 
 def image_transform(size: int, train: bool):
-    "The ResNet recipe's transform at side `size`: `RandomResizedCrop` and a flip for training, `Resize` (by 256/224) and `CenterCrop` otherwise."
+    """The ResNet recipe's transform at side `size`: `RandomResizedCrop` and a flip for training, `Resize` (by
+    256/224) and `CenterCrop` otherwise."""
     from torchvision import transforms as T
-    if int(size) < 8: raise ValueError(f"image size {size} is too small: give the side of the square input in pixels (e.g. 224)")
+    if int(size) < 8:
+        raise ValueError(f"image size {size} is too small: give the side of the square input in pixels (e.g. 224)")
     norm = [T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
     return T.Compose(([T.RandomResizedCrop(size), T.RandomHorizontalFlip()] if train else
                       [T.Resize(round(size*256/224)), T.CenterCrop(size)]) + norm)
@@ -267,10 +306,12 @@ class ManifestDataset(Dataset):
         self.class_names = list(class_names)
         g = rows.group.to_numpy(np.int64) if 'group' in rows else None
         self.groups = g if g is not None and (g >= 0).any() else None
-        self.name, self.part, self.scale, self.description, self.family, self.train = name, part, 'paper', description, family, train
+        (self.name, self.part, self.scale, self.description, self.family,
+         self.train) = name, part, 'paper', description, family, train
         s = int(image_size or paper_image_size(family))
         self.image_size, self.transform = (s, s), image_transform(s, train)
-        for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'): setattr(self, k, extra.pop(k, None))
+        for k in ('cameras', 'templates', 'template_pairs', 'gallery_set', 'gnd', 'positives'):
+            setattr(self, k, extra.pop(k, None))
         if extra: raise TypeError(f"unknown dataset attributes {sorted(extra)}")
 
     def at_size(self, size: int) -> 'ManifestDataset':
@@ -280,11 +321,13 @@ class ManifestDataset(Dataset):
         return out
 
     def __len__(self): return len(self.paths)
-    def __repr__(self): return f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes)"
+    def __repr__(self):
+        return f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes)"
     def image(self, i: int):
         "Image `i` as a PIL image, cropped to its box where the dataset has one (ROxford/RParis queries)."
         im = _load_image(self.root, self.paths[i])
         return im.crop(self.boxes[i]) if self.boxes is not None and self.boxes[i] is not None else im
     def __getitem__(self, i): return self.transform(self.image(i)), int(self.labels[i])
     def tensors(self):
-        raise NotImplementedError(f"{self.description} streams from disk; iterate it with a torch DataLoader instead of tensors()")
+        raise NotImplementedError(f"{self.description} streams from disk; iterate it with a torch DataLoader instead "
+                                  "of tensors()")
