@@ -18,11 +18,13 @@ __all__ = ['extract_features']
 
 # %% ../nbs/06_features.ipynb #526e0ed7
 def extract_features(model: nn.Module, dataset, batch_size: int = 512, device: str = 'auto', logits: bool = False,
-                     augment: bool = False, seed: int = 0, num_workers: int|None = None, show_progress: bool = True) -> dict:
+                     augment: bool = False, seed: int = 0, num_workers: int|None = None,
+                     show_progress: bool = True) -> dict:
     """$\\phi(x)$ for every item of `dataset`, in its order: `{'features', 'labels'[, 'logits']}` on the CPU.
     `augment=True` uses the stand-in's training augmentation (seeded by `seed`) instead of plain normalisation."""
     if batch_size < 1: raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if logits and not hasattr(model, 'head'): raise ValueError("logits=True needs a model with a classifier head (model.head)")
+    if logits and not hasattr(model, 'head'):
+        raise ValueError("logits=True needs a model with a classifier head (model.head)")
     device = get_device(device)
     model = to_device(model, device).eval()
     cl = device.type == 'cuda' and any(isinstance(m, nn.Conv2d) for m in model.modules())
@@ -41,7 +43,9 @@ def extract_features(model: nn.Module, dataset, batch_size: int = 512, device: s
             xb = X[i:i+batch_size].to(device)
             run(dataset.augment(xb, generator=g) if augment else dataset.normalize(xb), Y[i:i+batch_size])
     else:
-        if augment: raise ValueError("augment=True needs the in-memory stand-in (ds.augment); a file dataset augments by its own transform")
+        if augment:
+            raise ValueError("augment=True needs the in-memory stand-in (ds.augment); a file dataset augments by its "
+                             "own transform")
         # one batch: worker processes would cost more to start than they save
         nw = (default_workers() if len(dataset) > batch_size else 0) if num_workers is None else num_workers
         dl = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=nw, pin_memory=device.type == 'cuda')

@@ -38,7 +38,8 @@ def class_balanced_rows(labels, batch_size: int, per_class: int, generator: torc
     last group filled up by drawing again from the class), the groups shuffled and packed into batches, drop-last.
     An epoch has as many batches as a plain shuffle of the same images would give."""
     y = torch.as_tensor(np.asarray(labels.cpu() if torch.is_tensor(labels) else labels)).long().ravel()
-    if per_class < 2: raise ValueError(f"per_class={per_class}: a class-balanced batch needs at least 2 images of a class")
+    if per_class < 2:
+        raise ValueError(f"per_class={per_class}: a class-balanced batch needs at least 2 images of a class")
     if batch_size % per_class: raise ValueError(f"batch_size={batch_size} is not a multiple of per_class={per_class}")
     groups = []
     for c in torch.unique(y):
@@ -53,7 +54,8 @@ def class_balanced_rows(labels, batch_size: int, per_class: int, generator: torc
     if n_batches == 0: raise ValueError(f"the training set has {len(y)} images, fewer than one batch of {batch_size}")
     return groups[:n_batches*(batch_size//per_class)].reshape(n_batches, batch_size)
 
-def epoch_rows(n: int, batch_size: int, generator: torch.Generator, per_class: int|None = None, labels=None) -> torch.Tensor:
+def epoch_rows(n: int, batch_size: int, generator: torch.Generator, per_class: int|None = None,
+               labels=None) -> torch.Tensor:
     """[n_batches, batch_size] row indices of one epoch over `n` items, drop-last: a plain shuffle, or with `per_class`
     the class-balanced batches of `class_balanced_rows` (which need the items' `labels`)."""
     if per_class:
@@ -65,7 +67,8 @@ def epoch_rows(n: int, batch_size: int, generator: torch.Generator, per_class: i
 
 def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int = 0, world: int = 1,
                  num_workers: int|None = None, train: bool = True, views: int = 1, per_class: int|None = None):
-    """Yield `(x, labels)` batches of epoch `epoch` on `device` (drop-last; this process's share of a global `batch_size`).
+    """Yield `(x, labels)` batches of epoch `epoch` on `device` (drop-last; this process's share of a global
+    `batch_size`).
     `views=k>1`: `x` is [B, k, C, H, W], k independent augmentations of each image (SimCLR's two views).
     `per_class=k`: class-balanced batches of k images per class (`class_balanced_rows`; the dataset's `labels`)."""
     if views > 1 and not train: raise ValueError("views > 1 needs train=True: un-augmented views would all be equal")
@@ -74,8 +77,8 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
     per = batch_size//world
     if per < 1: raise ValueError(f"batch_size={batch_size} is smaller than the number of processes ({world})")
     if per_class and (batch_size//per_class) % world:
-        raise ValueError(f"batch_size={batch_size} holds {batch_size//per_class} groups of per_class={per_class}, which "
-                         f"{world} processes cannot share equally: each process takes whole groups")
+        raise ValueError(f"batch_size={batch_size} holds {batch_size//per_class} groups of per_class={per_class}, "
+                         f"which {world} processes cannot share equally: each process takes whole groups")
     share = (lambda r: r.view(-1, per_class)[rank::world].reshape(-1)) if per_class else (lambda r: r[rank::world])
     if hasattr(ds, 'tensors') and hasattr(ds, 'augment'):
         X, Y = ds.tensors()
@@ -97,8 +100,8 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         return
     if views > 1: ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
-                    pin_memory=device.type == 'cuda', generator=torch.Generator().manual_seed(int(g.initial_seed()) + rank),
-                    persistent_workers=False)
+                    pin_memory=device.type == 'cuda',
+                    generator=torch.Generator().manual_seed(int(g.initial_seed()) + rank), persistent_workers=False)
     for xb, yb in dl: yield xb.to(device, non_blocking=True), torch.as_tensor(yb).to(device, non_blocking=True)
 
 # %% ../nbs/06b_loaders.ipynb #e626067c
@@ -107,7 +110,8 @@ LOADERS = ('auto', 'cpu', 'gpu')
 _DEVICE_DECODE = {}   # device -> whether torchvision decodes a JPEG there
 
 def device_decode_available(device) -> bool:
-    "Whether `torchvision.io.decode_jpeg` decodes a JPEG on `device` here (a CUDA build of torchvision and a GPU, for 'cuda')."
+    """Whether `torchvision.io.decode_jpeg` decodes a JPEG on `device` here (a CUDA build of torchvision and a GPU,
+    for 'cuda')."""
     device = torch.device(device)
     if device.type == 'cuda' and not torch.cuda.is_available(): return False
     if str(device) not in _DEVICE_DECODE:
@@ -115,7 +119,9 @@ def device_decode_available(device) -> bool:
         from PIL import Image
         from torchvision.io import ImageReadMode, decode_jpeg
         b = io.BytesIO(); Image.new('RGB', (16, 16), (200, 100, 50)).save(b, 'JPEG')
-        try: ok = decode_jpeg(torch.frombuffer(bytearray(b.getvalue()), dtype=torch.uint8), mode=ImageReadMode.RGB, device=device).shape == (3, 16, 16)
+        try:
+            ok = decode_jpeg(torch.frombuffer(bytearray(b.getvalue()), dtype=torch.uint8), mode=ImageReadMode.RGB,
+                             device=device).shape == (3, 16, 16)
         except Exception: ok = False
         _DEVICE_DECODE[str(device)] = ok
     return _DEVICE_DECODE[str(device)]
@@ -127,7 +133,8 @@ def loader_choice(device, loader: str|None = None) -> str:
     (2026-11-28, docs/benchmarks.md) ResNet-50 trained through the reference with 14 workers at 1,887 images/s and
     through the device path at 1,395, the device path may pay where the CPU has few cores for its GPU (not measured)."""
     loader = (loader or os.environ.get('COMPATREPRO_LOADER') or 'auto').lower()
-    if loader not in LOADERS: raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
+    if loader not in LOADERS:
+        raise ValueError(f"loader={loader!r}: choose one of {LOADERS} (or set COMPATREPRO_LOADER to one)")
     return 'cpu' if loader == 'auto' else loader
 
 def device_loader_applies(ds) -> bool:
@@ -138,8 +145,10 @@ def device_loader_applies(ds) -> bool:
             and repr(ds.transform) == repr(image_transform(ds.image_size[0], ds.train)))
 
 class JpegFiles(torch.utils.data.Dataset):
-    "Item i: (the bytes of the file `root/paths[i]` as a 1-D uint8 tensor, `labels[i]`); no decoding (the device does it)."
-    def __init__(self, root, paths, labels): self.root, self.paths, self.labels = Path(root), list(paths), np.asarray(labels)
+    """Item i: (the bytes of the file `root/paths[i]` as a 1-D uint8 tensor, `labels[i]`); no decoding (the device
+    does it)."""
+    def __init__(self, root, paths, labels):
+        self.root, self.paths, self.labels = Path(root), list(paths), np.asarray(labels)
     def __len__(self): return len(self.paths)
     def __getitem__(self, i):
         with open(self.root/self.paths[i], 'rb') as f: data = f.read()
@@ -209,16 +218,17 @@ def _device_normalise(x: torch.Tensor, mean, std) -> torch.Tensor:
 
 def device_train_transform(images: list, size: int, generator: torch.Generator|None = None, scale=(0.08, 1.0),
                            ratio=(3/4, 4/3), mean=IMAGENET_MEAN, std=IMAGENET_STD) -> torch.Tensor:
-    """The reference's training transform (`RandomResizedCrop(size, scale, ratio)`, `RandomHorizontalFlip()`, `ToTensor`,
-    `Normalize`) on decoded images ([3, H, W] uint8, on any device): [B, 3, size, size] float32 there. Each image draws
-    its crop and then its flip from `generator` as the reference does; bilinear with antialiasing, rounded to uint8
-    levels as PIL's resize is."""
+    """The reference's training transform (`RandomResizedCrop(size, scale, ratio)`, `RandomHorizontalFlip()`,
+    `ToTensor`, `Normalize`) on decoded images ([3, H, W] uint8, on any device): [B, 3, size, size] float32 there.
+    Each image draws its crop and then its flip from `generator` as the reference does; bilinear with antialiasing,
+    rounded to uint8 levels as PIL's resize is."""
     from torchvision.transforms.v2 import functional as TF2
     out = []
     for x in images:
         i, j, h, w = random_resized_crop_params(x.shape[-2], x.shape[-1], scale, ratio, generator)
         flip = torch.rand(1, generator=generator).item() < 0.5
-        y = TF2.resize(x[:, i:i + h, j:j + w].float(), [size, size], antialias=True)   # float: uint8 antialias is CPU-only
+        # float: uint8 antialias is CPU-only
+        y = TF2.resize(x[:, i:i + h, j:j + w].float(), [size, size], antialias=True)
         out.append(y.flip(-1) if flip else y)
     return _device_normalise(torch.stack(out).round_().clamp_(0, 255), mean, std)
 

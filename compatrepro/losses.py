@@ -113,7 +113,8 @@ def arcface_logits(f: Tensor, W: Tensor, y: Tensor|None = None, s: float = 64., 
 
 # %% ../nbs/04_losses.ipynb #14ac0a34
 def label_smoothing_ce(logits: Tensor, y: Tensor, eps: float = 0.1, reduction: str = 'mean') -> Tensor:
-    "Cross-entropy with label smoothing $\\epsilon$ on `logits` `(N, C)` and labels `y` (FastFill sec. 4.2; `eps=0` is RACT eq. 7 / BCT eq. 4)."
+    """Cross-entropy with label smoothing $\\epsilon$ on `logits` `(N, C)` and labels `y` (FastFill sec. 4.2; `eps=0`
+    is RACT eq. 7 / BCT eq. 4)."""
     n = _feats('label_smoothing_ce', logits=logits)
     y = _labels('label_smoothing_ce', y, n, logits.shape[1])
     if not 0. <= eps < 1.: raise ValueError(f"label_smoothing_ce: eps must be in [0, 1), got {eps}")
@@ -144,7 +145,8 @@ def _to_old_dim(fn, phi_new, W_old):
 def bct_influence_loss(phi_new: Tensor, W_old: Tensor, y: Tensor, b_old: Tensor|None = None,
                        head: str = 'linear', s: float|None = None, m: float|None = None,
                        reduction: str = 'mean') -> Tensor:
-    "BCT influence loss $\\mathcal{L}(w_c^{old}, w_\\phi; \\mathcal{T}_{BCT})$ (eq. 8): the fixed old classifier `W_old` on $\\phi_{new}(x)$, labels `y` in the old classifier's classes."
+    """BCT influence loss $\\mathcal{L}(w_c^{old}, w_\\phi; \\mathcal{T}_{BCT})$ (eq. 8): the fixed old classifier
+    `W_old` on $\\phi_{new}(x)$, labels `y` in the old classifier's classes."""
     fn = 'bct_influence_loss'
     _feats(fn, phi_new=phi_new)
     f = _to_old_dim(fn, phi_new, W_old)
@@ -157,7 +159,8 @@ def bct_influence_loss(phi_new: Tensor, W_old: Tensor, y: Tensor, b_old: Tensor|
 @torch.no_grad()
 def synthesized_classifier(phi_old: Tensor, y: Tensor, classes: Sequence[int]|Tensor,
                            normalize: bool = False) -> Tensor:
-    "BCT sec. 2.5: weights $w^{syn}_i$ = mean of $\\phi_{old}(x)$ over the images of class $i$, one row per class in `classes` (in that order)."
+    """BCT sec. 2.5: weights $w^{syn}_i$ = mean of $\\phi_{old}(x)$ over the images of class $i$, one row per class
+    in `classes` (in that order)."""
     fn = 'synthesized_classifier'
     n = _feats(fn, phi_old=phi_old)
     y = _labels(fn, y, n)
@@ -175,7 +178,8 @@ def synthesized_classifier(phi_old: Tensor, y: Tensor, classes: Sequence[int]|Te
 # %% ../nbs/04_losses.ipynb #b13a6fc7
 def bct_kd_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, b_old: Tensor|None = None,
                 head: str = 'linear', s: float|None = None, reduction: str = 'mean') -> Tensor:
-    "BCT sec. 2.5 KD: $\\mathrm{KL}(p_{old} \\| p_{new})$ between the fixed old classifier's own softmax (App. A: at the head's scale $s$, its temperature) on $\\phi_{old}(x)$ and on $\\phi_{new}(x)$."
+    """BCT sec. 2.5 KD: $\\mathrm{KL}(p_{old} \\| p_{new})$ between the fixed old classifier's own softmax (App. A:
+    at the head's scale $s$, its temperature) on $\\phi_{old}(x)$ and on $\\phi_{new}(x)$."""
     fn = 'bct_kd_loss'
     _feats(fn, phi_new=phi_new, phi_old=phi_old)
     W, b = W_old.detach(), None if b_old is None else b_old.detach()
@@ -188,16 +192,19 @@ def bct_kd_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, b_old: Tensor|N
 def bct_kd_influence_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, y: Tensor, b_old: Tensor|None = None,
                           head: str = 'linear', s: float|None = None, m: float|None = None,
                           reduction: str = 'mean') -> Tensor:
-    "Influence loss of $\\phi_{new-\\beta-kd}$ (BCT sec. 2.5, table 1): CE with $w_c^{old}$ for $y < N_{old}$, `bct_kd_loss` for new classes $y \\geq N_{old}$."
+    """Influence loss of $\\phi_{new-\\beta-kd}$ (BCT sec. 2.5, table 1): CE with $w_c^{old}$ for $y < N_{old}$,
+    `bct_kd_loss` for new classes $y \\geq N_{old}$."""
     fn = 'bct_kd_influence_loss'
     n = _feats(fn, phi_new=phi_new, phi_old=phi_old)
     y = _labels(fn, y, n)
     old = y < W_old.shape[0]
     out = phi_new.new_zeros(n)
     if old.any():
-        out = out.index_put((old.nonzero()[:, 0],), bct_influence_loss(phi_new[old], W_old, y[old], b_old, head, s, m, 'none'))
+        out = out.index_put((old.nonzero()[:, 0],),
+                            bct_influence_loss(phi_new[old], W_old, y[old], b_old, head, s, m, 'none'))
     if (~old).any():
-        out = out.index_put(((~old).nonzero()[:, 0],), bct_kd_loss(phi_new[~old], phi_old[~old], W_old, b_old, head, s, 'none'))
+        out = out.index_put(((~old).nonzero()[:, 0],),
+                            bct_kd_loss(phi_new[~old], phi_old[~old], W_old, b_old, head, s, 'none'))
     return _reduce(out, reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #fb17b82c
@@ -209,7 +216,8 @@ def l2_regression_loss(phi_new: Tensor, phi_old: Tensor, reduction: str = 'mean'
 
 # %% ../nbs/04_losses.ipynb #10adce7a
 def lwf_loss(z_new: Tensor, z_old: Tensor, T: float = 2., reduction: str = 'mean') -> Tensor:
-    "LwF [Li & Hoiem] as adapted by BCT sec. 3.5: soft cross-entropy between the fixed old logits `z_old` and the new old-task logits `z_new` at temperature T."
+    """LwF [Li & Hoiem] as adapted by BCT sec. 3.5: soft cross-entropy between the fixed old logits `z_old` and the
+    new old-task logits `z_new` at temperature T."""
     fn = 'lwf_loss'
     _feats(fn, z_new=z_new, z_old=z_old); _same_shape(fn, z_new, 'z_new', z_old, 'z_old')
     if T <= 0: raise ValueError(f"{fn}: temperature T must be > 0, got {T}")
@@ -219,7 +227,9 @@ def lwf_loss(z_new: Tensor, z_old: Tensor, T: float = 2., reduction: str = 'mean
 # %% ../nbs/04_losses.ipynb #bd3d1873
 def focal_distillation_loss(phi_new: Tensor, phi_old: Tensor, focus: Tensor, alpha: float = 1., beta: float = 5.,
                             reduction: str = 'mean') -> Tensor:
-    "Focal distillation (RACT A.5): $(\\alpha + \\beta\\,\\mathbb{1}[\\text{focus}])\\,\\frac1d\\|\\phi_{new}(x) - \\phi_{old}(x)\\|^2$, $\\phi_{old}$ fixed."
+    """Focal distillation (RACT A.5):
+    $(\\alpha + \\beta\\,\\mathbb{1}[\\text{focus}])\\,\\frac1d\\|\\phi_{new}(x) - \\phi_{old}(x)\\|^2$,
+    $\\phi_{old}$ fixed."""
     fn = 'focal_distillation_loss'
     n = _feats(fn, phi_new=phi_new, phi_old=phi_old); _same_shape(fn, phi_new, 'phi_new', phi_old, 'phi_old')
     if not isinstance(focus, Tensor) or focus.shape != (n,):
@@ -239,16 +249,20 @@ def _ract_sims(fn, phi_new, phi_old, y, positive=None, keys=None):
     else:
         p = positive
         if not isinstance(p, Tensor) or p.shape != (n,) or p.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"{fn}: positive must be an integer tensor of shape ({n},), the batch row of each anchor's positive")
+            raise ValueError(f"{fn}: positive must be an integer tensor of shape ({n},), the batch row of each "
+                             "anchor's positive")
         if len(p) and (p.min() < 0 or p.max() >= n): raise ValueError(f"{fn}: positive names rows outside [0, {n})")
-        if not torch.equal(y[p], y): raise ValueError(f"{fn}: a positive is not of its anchor's class (p(x) holds the intra-class samples)")
+        if not torch.equal(y[p], y):
+            raise ValueError(f"{fn}: a positive is not of its anchor's class (p(x) holds the intra-class samples)")
         s_pos = (fn_ * fo[p]).sum(1)
     if keys is None: kn, ko, ky = fn_, fo, y
     else:
-        if len(keys) != 3: raise ValueError(f"{fn}: keys must be (phi_new, phi_old, labels) of the batch the negatives come from")
+        if len(keys) != 3:
+            raise ValueError(f"{fn}: keys must be (phi_new, phi_old, labels) of the batch the negatives come from")
         kn, ko = keys[0], keys[1]
         m = _feats(fn, keys_new=kn, keys_old=ko); _same_shape(fn, kn, 'keys[0]', ko, 'keys[1]')
-        if kn.shape[1] != fn_.shape[1]: raise ValueError(f"{fn}: keys have dimension {kn.shape[1]}, the anchors {fn_.shape[1]}")
+        if kn.shape[1] != fn_.shape[1]:
+            raise ValueError(f"{fn}: keys have dimension {kn.shape[1]}, the anchors {fn_.shape[1]}")
         kn, ko, ky = F.normalize(kn, dim=1), F.normalize(ko.detach(), dim=1), _labels(fn, keys[2], m)
     same = y[:, None] == ky[None, :]                      # p(x): same class, x included
     return s_pos, fn_ @ ko.T, fn_ @ kn.T, same
@@ -259,8 +273,9 @@ def _check_tau(fn, *taus):
 
 def comp_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, tau: float = 0.05, reduction: str = 'mean',
               positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
-    """RACT eq. (5) $\\mathcal{L}_{comp}$: new-to-old positive vs. new-to-old negatives $k \\in \\mathcal{B}\\setminus p(x)$, temperature $\\tau$
-    (`positive`: the row of each anchor's pre-sampled intra-class positive; `keys`: the batch of the negatives)."""
+    """RACT eq. (5) $\\mathcal{L}_{comp}$: new-to-old positive vs. new-to-old negatives
+    $k \\in \\mathcal{B}\\setminus p(x)$, temperature $\\tau$ (`positive`: the row of each anchor's pre-sampled
+    intra-class positive; `keys`: the batch of the negatives)."""
     fn = 'comp_loss'; _check_tau(fn, tau)
     s_pos, s_no, _, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
     pos = s_pos / tau
@@ -269,7 +284,8 @@ def comp_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, tau: float = 0.05, re
 
 def ra_comp_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, tau: float = 0.05, tau_n2n: float|None = None,
                  reduction: str = 'mean', positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
-    "RACT eq. (6) $\\mathcal{L}_{ra-comp}$: eq. (5) plus new-to-new negatives in the denominator (their temperature `tau_n2n`, RACT table 7, defaults to $\\tau$)."
+    """RACT eq. (6) $\\mathcal{L}_{ra-comp}$: eq. (5) plus new-to-new negatives in the denominator (their temperature
+    `tau_n2n`, RACT table 7, defaults to $\\tau$)."""
     fn = 'ra_comp_loss'; tau2 = tau if tau_n2n is None else tau_n2n; _check_tau(fn, tau, tau2)
     s_pos, s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
     pos = s_pos / tau
@@ -295,7 +311,8 @@ def _triplet_mean(hinge, neg):
 
 def comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.8, reduction: str = 'mean',
                       positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
-    "RACT eq. (14), triplet form of $\\mathcal{L}_{comp}$: mean over negatives $k$ of $[\\langle\\phi_n(x),\\phi_o(k)\\rangle - \\langle\\phi_n(x),\\phi_o(x)\\rangle + m]_+$."
+    """RACT eq. (14), triplet form of $\\mathcal{L}_{comp}$: mean over negatives $k$ of
+    $[\\langle\\phi_n(x),\\phi_o(k)\\rangle - \\langle\\phi_n(x),\\phi_o(x)\\rangle + m]_+$."""
     fn = 'comp_triplet_loss'
     s_pos, s_no, _, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
     pos = s_pos[:, None]
@@ -303,7 +320,8 @@ def comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.
 
 def ra_comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float = 0.8, reduction: str = 'mean',
                          positive: Tensor|None = None, keys: tuple|None = None) -> Tensor:
-    "RACT eq. (15): eq. (14) plus the new-to-new hinge $[\\langle\\phi_n(x),\\phi_n(k)\\rangle - \\langle\\phi_n(x),\\phi_o(x)\\rangle + m]_+$."
+    """RACT eq. (15): eq. (14) plus the new-to-new hinge
+    $[\\langle\\phi_n(x),\\phi_n(k)\\rangle - \\langle\\phi_n(x),\\phi_o(x)\\rangle + m]_+$."""
     fn = 'ra_comp_triplet_loss'
     s_pos, s_no, s_nn, same = _ract_sims(fn, phi_new, phi_old, y, positive, keys)
     pos = s_pos[:, None]
@@ -311,14 +329,17 @@ def ra_comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float =
 
 # %% ../nbs/04_losses.ipynb #3e5f8b7d
 def fct_l2_loss(h_old: Tensor, phi_new: Tensor, reduction: str = 'mean') -> Tensor:
-    "FCT / FastFill $\\mathcal{L}_{l_2}(x) = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|_2^2$, with $\\phi_{new}$ fixed."
+    """FCT / FastFill $\\mathcal{L}_{l_2}(x) = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|_2^2$, with
+    $\\phi_{new}$ fixed."""
     fn = 'fct_l2_loss'
     _feats(fn, h_old=h_old, phi_new=phi_new); _same_shape(fn, h_old, 'h_old', phi_new, 'phi_new')
     return _reduce((phi_new.detach() - h_old).pow(2).sum(1), reduction, fn)
 
 def l2_disc_loss(h_old: Tensor, phi_new: Tensor, disc_logits: Tensor, y: Tensor, eps: float = 0.1,
                  reduction: str = 'mean') -> Tensor:
-    "FastFill eq. (3) $\\mathcal{L}_{l_2+disc} = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|^2 + \\mathcal{L}_{disc}$, with `disc_logits` $=\\kappa_{new}(h_\\theta(\\phi_{old}(x)))$ and label smoothing `eps` (0 with ArcFace logits)."
+    """FastFill eq. (3)
+    $\\mathcal{L}_{l_2+disc} = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|^2 + \\mathcal{L}_{disc}$, with
+    `disc_logits` $=\\kappa_{new}(h_\\theta(\\phi_{old}(x)))$ and label smoothing `eps` (0 with ArcFace logits)."""
     fn = 'l2_disc_loss'
     n = _feats(fn, h_old=h_old, phi_new=phi_new, disc_logits=disc_logits)
     l2 = fct_l2_loss(h_old, phi_new, reduction='none')
@@ -327,13 +348,16 @@ def l2_disc_loss(h_old: Tensor, phi_new: Tensor, disc_logits: Tensor, y: Tensor,
 
 # %% ../nbs/04_losses.ipynb #34b982b5
 def fastfill_lambda(d: int) -> float:
-    "Our choice of FastFill's $\\lambda(d)$ (eqs. 4-5): $1/d$, from the Gaussian NLL of a $d$-dim error with covariance $\\sigma^2 I$."
-    if int(d) != d or d < 1: raise ValueError(f"fastfill_lambda: d must be a positive integer (the embedding size), got {d}")
+    """Our choice of FastFill's $\\lambda(d)$ (eqs. 4-5): $1/d$, from the Gaussian NLL of a $d$-dim error with
+    covariance $\\sigma^2 I$."""
+    if int(d) != d or d < 1:
+        raise ValueError(f"fastfill_lambda: d must be a positive integer (the embedding size), got {d}")
     return 1. / d
 
 def fastfill_uncertainty_loss(loss: Tensor, log_sigma2: Tensor, d: int|None = None, lam: float|None = None,
                               reduction: str = 'mean') -> Tensor:
-    "FastFill eqs. (4)-(5): $\\mathcal{L}(x)/\\sigma^2 + \\frac1\\lambda\\log\\sigma^2$ per sample, from per-sample losses and $\\log\\sigma^2 = \\psi_\\vartheta(\\cdot)$; $\\lambda$ = `lam` or $1/d$."
+    """FastFill eqs. (4)-(5): $\\mathcal{L}(x)/\\sigma^2 + \\frac1\\lambda\\log\\sigma^2$ per sample, from per-sample
+    losses and $\\log\\sigma^2 = \\psi_\\vartheta(\\cdot)$; $\\lambda$ = `lam` or $1/d$."""
     fn = 'fastfill_uncertainty_loss'
     if (d is None) == (lam is None):
         raise ValueError(f"{fn}: pass exactly one of d (embedding size; lambda = 1/d) or lam (lambda itself)")
@@ -341,10 +365,12 @@ def fastfill_uncertainty_loss(loss: Tensor, log_sigma2: Tensor, d: int|None = No
     if not lam > 0: raise ValueError(f"{fn}: lambda must be > 0, got {lam}")
     if not isinstance(loss, Tensor) or loss.ndim != 1:
         raise ValueError(f"{fn}: loss must be the per-sample losses, shape (N,); compute them with reduction='none'")
-    if isinstance(log_sigma2, Tensor) and log_sigma2.ndim == 2 and log_sigma2.shape[1] == 1: log_sigma2 = log_sigma2[:, 0]
+    if isinstance(log_sigma2, Tensor) and log_sigma2.ndim == 2 and log_sigma2.shape[1] == 1:
+        log_sigma2 = log_sigma2[:, 0]
     if not isinstance(log_sigma2, Tensor) or log_sigma2.shape != loss.shape:
         raise ValueError(f"{fn}: log_sigma2 must have shape {tuple(loss.shape)} or ({loss.shape[0]}, 1), one value per "
-                         f"sample, got {tuple(log_sigma2.shape) if isinstance(log_sigma2, Tensor) else type(log_sigma2).__name__}")
+                         "sample, got "
+                         f"{tuple(log_sigma2.shape) if isinstance(log_sigma2, Tensor) else type(log_sigma2).__name__}")
     return _reduce(loss * torch.exp(-log_sigma2) + log_sigma2 / lam, reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #7c279680
@@ -392,7 +418,8 @@ def _lse(logit: Tensor, mask: Tensor) -> Tensor:
     return torch.logsumexp(logit.masked_fill(~mask, -math.inf), 1)
 
 def _rm_terms(fn, phi_rev, phi_old, y, phi_new, dist, tau, mine):
-    tensors = dict(phi_rev=phi_rev, phi_old=phi_old) if phi_new is None else dict(phi_rev=phi_rev, phi_old=phi_old, phi_new=phi_new)
+    tensors = (dict(phi_rev=phi_rev, phi_old=phi_old) if phi_new is None
+               else dict(phi_rev=phi_rev, phi_old=phi_old, phi_new=phi_new))
     n = _feats(fn, **tensors); _same_shape(fn, phi_rev, 'phi_rev', phi_old, 'phi_old')
     y = _labels(fn, y, n)
     if not tau > 0: raise ValueError(f"{fn}: tau must be > 0, got {tau}")
@@ -413,25 +440,29 @@ def _rm_term(logit, pos, neg, extra=None):
 
 def cl_loss(phi_rev: Tensor, phi_old: Tensor, y: Tensor, dist: str = 'cosine', tau: float = 1., mine: bool = True,
             reduction: str = 'mean') -> Tensor:
-    "RM eq. (10) $\\mathcal{L}_{CL}$ (CL-S): supervised contrast in the backward system $\\{\\phi^{rev}, \\phi^{old}\\}$, with half/half hard mining."
+    """RM eq. (10) $\\mathcal{L}_{CL}$ (CL-S): supervised contrast in the backward system
+    $\\{\\phi^{rev}, \\phi^{old}\\}$, with half/half hard mining."""
     (lo, po, no), _ = _rm_terms('cl_loss', phi_rev, phi_old, y, None, dist, tau, mine)
     return _reduce(_rm_term(lo, po, no), reduction, 'cl_loss')
 
 def cl_m_loss(phi_rev: Tensor, phi_old: Tensor, phi_new: Tensor, y: Tensor, dist: str = 'cosine', tau: float = 1.,
               mine: bool = True, reduction: str = 'mean') -> Tensor:
-    "RM eq. (14) $\\mathcal{L}_{CL-M}$: eq. (10) in the backward system plus the same contrast in the new system $\\{\\phi^{new}, \\phi^{new}\\}$, separately."
+    """RM eq. (14) $\\mathcal{L}_{CL-M}$: eq. (10) in the backward system plus the same contrast in the new system
+    $\\{\\phi^{new}, \\phi^{new}\\}$, separately."""
     (lo, po, no), (ln, pn_, nn_) = _rm_terms('cl_m_loss', phi_rev, phi_old, y, phi_new, dist, tau, mine)
     return _reduce(_rm_term(lo, po, no) + _rm_term(ln, pn_, nn_), reduction, 'cl_m_loss')
 
 def mcl_loss(phi_rev: Tensor, phi_old: Tensor, phi_new: Tensor, y: Tensor, dist: str = 'cosine', tau: float = 1.,
              mine: bool = True, reduction: str = 'mean') -> Tensor:
-    "RM eq. (11) $\\mathcal{L}_{MCL}$: each system's positives against its own negatives *and* the other system's negatives (eqs. 12-13 with $\\rho$)."
+    """RM eq. (11) $\\mathcal{L}_{MCL}$: each system's positives against its own negatives *and* the other system's
+    negatives (eqs. 12-13 with $\\rho$)."""
     (lo, po, no), (ln, pn_, nn_) = _rm_terms('mcl_loss', phi_rev, phi_old, y, phi_new, dist, tau, mine)
     return _reduce(_rm_term(lo, po, no, (ln, nn_)) + _rm_term(ln, pn_, nn_, (lo, no)), reduction, 'mcl_loss')
 
 # %% ../nbs/04_losses.ipynb #a2d64f94
 def nt_xent_loss(z_a: Tensor, z_b: Tensor, tau: float = 0.5, reduction: str = 'mean') -> Tensor:
-    "SimCLR eq. (1) over the $2N$ anchors: `z_a[i]` and `z_b[i]` are the projections of two views of image $i$, $\\tau$ the temperature."
+    """SimCLR eq. (1) over the $2N$ anchors: `z_a[i]` and `z_b[i]` are the projections of two views of image $i$,
+    $\\tau$ the temperature."""
     fn = 'nt_xent_loss'; _check_tau(fn, tau)
     n = _feats(fn, z_a=z_a, z_b=z_b); _same_shape(fn, z_a, 'z_a', z_b, 'z_b')
     z = F.normalize(torch.cat([z_a, z_b]), dim=1)

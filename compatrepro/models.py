@@ -27,22 +27,27 @@ HEAD_DEFAULTS = {'linear': (None, None), 'norm_softmax': (32.0, 0.0), 'cosface':
 _MARGIN_LOGITS = {'cosface': cosface_logits, 'arcface': arcface_logits}
 
 class ClassifierHead(nn.Module):
-    r"The classifier $\kappa_{w_c}$: features $f$ ($N\times d$) $\to$ logits ($N\times C$), one row per class in `class_ids`."
-    def __init__(self, emb_dim: int, class_ids, kind: str = 'linear', scale: float|None = None, margin: float|None = None,
-                 bias: bool = True):
+    r"""The classifier $\kappa_{w_c}$: features $f$ ($N\times d$) $\to$ logits ($N\times C$), one row per class in
+    `class_ids`."""
+    def __init__(self, emb_dim: int, class_ids, kind: str = 'linear', scale: float|None = None,
+                 margin: float|None = None, bias: bool = True):
         super().__init__()
         if kind not in HEAD_KINDS: raise ValueError(f"head kind {kind!r} is unknown; use one of {HEAD_KINDS}")
         class_ids = torch.as_tensor(list(class_ids) if not torch.is_tensor(class_ids) else class_ids, dtype=torch.long)
-        if class_ids.ndim != 1 or len(class_ids) == 0: raise ValueError("class_ids must be a non-empty 1-d list of global class ids")
-        if len(torch.unique(class_ids)) != len(class_ids): raise ValueError("class_ids has repeated ids; each head row must be one class")
+        if class_ids.ndim != 1 or len(class_ids) == 0:
+            raise ValueError("class_ids must be a non-empty 1-d list of global class ids")
+        if len(torch.unique(class_ids)) != len(class_ids):
+            raise ValueError("class_ids has repeated ids; each head row must be one class")
         s0, m0 = HEAD_DEFAULTS[kind]
         self.kind, self.emb_dim = kind, emb_dim
         self.scale = float(scale if scale is not None else (s0 or 1.0))
         self.margin = float(margin if margin is not None else (m0 or 0.0))
         self.register_buffer('class_ids', class_ids.clone())
         self.weight = nn.Parameter(torch.empty(len(class_ids), emb_dim))
-        self.bias = nn.Parameter(torch.zeros(len(class_ids))) if kind == 'linear' and bias else None   # bias=False: FCT's
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5)) if kind == 'linear' else nn.init.normal_(self.weight, std=0.01)
+        # bias=False: FCT's
+        self.bias = nn.Parameter(torch.zeros(len(class_ids))) if kind == 'linear' and bias else None
+        nn.init.kaiming_uniform_(self.weight,
+                                 a=math.sqrt(5)) if kind == 'linear' else nn.init.normal_(self.weight, std=0.01)
         if self.bias is not None: nn.init.uniform_(self.bias, -1/math.sqrt(emb_dim), 1/math.sqrt(emb_dim))
 
     @property
@@ -56,7 +61,8 @@ class ClassifierHead(nn.Module):
     def n_classes(self) -> int: return len(self.class_ids)
 
     def targets(self, labels: torch.Tensor, missing: str = 'error') -> torch.Tensor:
-        "Row index of each global label in `labels`; labels the head has no row for give -1 (`missing='ignore'`) or an error."
+        """Row index of each global label in `labels`; labels the head has no row for give -1 (`missing='ignore'`) or
+        an error."""
         labels = torch.as_tensor(labels, device=self.class_ids.device).long()
         ids, order = torch.sort(self.class_ids)
         pos = torch.searchsorted(ids, labels).clamp(max=len(ids)-1)
@@ -78,8 +84,10 @@ class ClassifierHead(nn.Module):
             raise ValueError(f"the head takes features of shape [N, {self.emb_dim}], got {tuple(features.shape)}; "
                              "for a longer new embedding feed its first emb_dim entries (BCT sec. 3.6)")
         if self.kind == 'linear': return linear_logits(features, self.weight, self.bias)
-        if self.kind == 'norm_softmax': return normalized_softmax_logits(features.float(), self.weight.float(), s=self.scale)
-        fn, f, W, kw = _MARGIN_LOGITS[self.kind], features.float(), self.weight.float(), dict(s=self.scale, m=self.margin)
+        if self.kind == 'norm_softmax':
+            return normalized_softmax_logits(features.float(), self.weight.float(), s=self.scale)
+        fn, f, W, kw = (_MARGIN_LOGITS[self.kind], features.float(), self.weight.float(),
+                        dict(s=self.scale, m=self.margin))
         if labels is None: return fn(f, W, None, **kw)
         rows = self.targets(labels, missing='ignore')
         has = rows >= 0
@@ -88,13 +96,15 @@ class ClassifierHead(nn.Module):
         if bool(has.any()): z[has] = fn(f[has], W, rows[has], **kw)
         return z
 
-    def extra_repr(self): return f'{self.emb_dim} -> {self.n_classes} classes, kind={self.kind}, s={self.scale}, m={self.margin}'
+    def extra_repr(self):
+        return f'{self.emb_dim} -> {self.n_classes} classes, kind={self.kind}, s={self.scale}, m={self.margin}'
 
 # %% ../nbs/05_models.ipynb #ab12fcdd
 ARCHS = ('resnet10', 'resnet18', 'resnet34', 'resnet50', 'resnet101', 'resnet152', 'vit_b_32')
 
 def tiny_stem(model: nn.Module) -> nn.Module:
-    "Replace a torchvision ResNet's 7x7 stride-2 stem convolution by a 3x3 stride-2 one for 32x32 inputs (max-pool kept)."
+    """Replace a torchvision ResNet's 7x7 stride-2 stem convolution by a 3x3 stride-2 one for 32x32 inputs (max-pool
+    kept)."""
     model.conv1 = nn.Conv2d(3, model.conv1.out_channels, kernel_size=3, stride=2, padding=1, bias=False)
     nn.init.kaiming_normal_(model.conv1.weight, mode='fan_out', nonlinearity='relu')
     return model
@@ -130,7 +140,8 @@ def narrow_resnet(arch: str, width: int, full_width_draws: bool = True) -> nn.Mo
     return m
 
 class GeM(nn.Module):
-    r"Generalized-mean pooling of a feature map, $\big(\frac{1}{|X|}\sum_{x\in X}\max(x,\epsilon)^p\big)^{1/p}$ per channel, $p$ fixed (RACT's code)."
+    r"""Generalized-mean pooling of a feature map, $\big(\frac{1}{|X|}\sum_{x\in X}\max(x,\epsilon)^p\big)^{1/p}$ per
+    channel, $p$ fixed (RACT's code)."""
     def __init__(self, p: float = 3., eps: float = 1e-6):
         super().__init__(); self.p, self.eps = float(p), float(eps)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -141,11 +152,12 @@ POOLINGS = ('avg', 'gem')
 
 def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|None = None, width: int = 64,
                   pooling: str = 'avg') -> tuple[nn.Module, int]:
-    """A torchvision trunk for `arch` whose forward gives pooled features, and their width (stand-in scales: a 32x32 stem);
-    `width`: a ResNet's base width (torchvision's 64; the stand-in's narrow networks use less); `pooling`: a ResNet's
-    global pooling, 'avg' (torchvision's) or 'gem' (`GeM`, RACT's code)."""
+    """A torchvision trunk for `arch` whose forward gives pooled features, and their width (stand-in scales: a 32x32
+    stem); `width`: a ResNet's base width (torchvision's 64; the stand-in's narrow networks use less); `pooling`: a
+    ResNet's global pooling, 'avg' (torchvision's) or 'gem' (`GeM`, RACT's code)."""
     if arch not in ARCHS: raise ValueError(f"arch={arch!r} is not supported; use one of {ARCHS}")
-    if width < 1 or (width != 64 and not arch.startswith('resnet')): raise ValueError(f"width={width}: a positive base width, for a ResNet only")
+    if width < 1 or (width != 64 and not arch.startswith('resnet')):
+        raise ValueError(f"width={width}: a positive base width, for a ResNet only")
     if pooling not in POOLINGS or (pooling != 'avg' and not arch.startswith('resnet')):
         raise ValueError(f"pooling={pooling!r}: use one of {POOLINGS} ('gem' for a ResNet only)")
     small = check_scale(scale) in STANDIN_SCALES   # the 32x32 stand-in images
@@ -157,7 +169,8 @@ def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|
         return m, width
     from torchvision.models.vision_transformer import VisionTransformer
     if small:
-        m = VisionTransformer(image_size=image_size or 32, patch_size=8, num_layers=6, num_heads=3, hidden_dim=192, mlp_dim=768)
+        m = VisionTransformer(image_size=image_size or 32, patch_size=8, num_layers=6, num_heads=3, hidden_dim=192,
+                              mlp_dim=768)
     else:
         m = torchvision.models.vit_b_32(weights=None, image_size=image_size or 224)
     width = m.hidden_dim; m.heads = nn.Identity()
@@ -177,7 +190,8 @@ class ModelConfig:
     scale: str = 'paper'
     image_size: int|None = None
     embedding_relu: bool = False   # BCT Table 3's phi^ReLU: a ReLU after the embedding layer
-    embedding: str = 'linear'      # 'linear' (a layer after pooling) or 'mlfct' (FCT's: the last block outputs d channels)
+    embedding: str = 'linear'      # 'linear' (a layer after pooling) or 'mlfct' (FCT's: the last block outputs d
+                                   # channels)
     width: int = 64                # a ResNet's base width (64: torchvision's)
     pooling: str = 'avg'           # a ResNet's global pooling: 'avg' or 'gem' (RACT's code)
     head_bias: bool = True         # False: a bias-free linear classifier (RACT's code)
@@ -187,24 +201,28 @@ class EmbeddingModel(nn.Module):
     r"A backbone with an embedding layer, $\phi(x)\in\mathbb{R}^d$, and its classifier head $\kappa$ (`model.head`)."
     def __init__(self, arch: str = 'resnet18', emb_dim: int = 128, class_ids=(), head: str = 'linear',
                  head_scale: float|None = None, head_margin: float|None = None, normalize: bool = False,
-                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False, embedding: str = 'linear',
-                 width: int = 64, pooling: str = 'avg', head_bias: bool = True, old_dim: int|None = None):
+                 scale: str = 'paper', image_size: int|None = None, embedding_relu: bool = False,
+                 embedding: str = 'linear', width: int = 64, pooling: str = 'avg', head_bias: bool = True,
+                 old_dim: int|None = None):
         super().__init__()
         if isinstance(class_ids, int): class_ids = range(class_ids)
         class_ids = tuple(int(c) for c in class_ids)
-        if not class_ids: raise ValueError("class_ids is empty: give the global class ids the head classifies (e.g. ds.classes)")
+        if not class_ids:
+            raise ValueError("class_ids is empty: give the global class ids the head classifies (e.g. ds.classes)")
         if int(emb_dim) <= 0: raise ValueError(f"emb_dim must be positive, got {emb_dim}")
-        self.config = ModelConfig(arch, int(emb_dim), class_ids, head, head_scale, head_margin, bool(normalize), scale, image_size,
-                                  bool(embedding_relu), embedding, int(width), pooling, bool(head_bias),
+        self.config = ModelConfig(arch, int(emb_dim), class_ids, head, head_scale, head_margin, bool(normalize), scale,
+                                  image_size, bool(embedding_relu), embedding, int(width), pooling, bool(head_bias),
                                   None if old_dim is None else int(old_dim))
         if embedding not in EMBEDDINGS: raise ValueError(f"embedding={embedding!r} is unknown; use one of {EMBEDDINGS}")
         self.backbone, width = make_backbone(arch, scale, image_size, int(width), pooling)
         if embedding == 'mlfct':
-            if not arch.startswith('resnet'): raise ValueError(f"embedding='mlfct' is FCT's ResNet embedding; {arch} is not a ResNet")
+            if not arch.startswith('resnet'):
+                raise ValueError(f"embedding='mlfct' is FCT's ResNet embedding; {arch} is not a ResNet")
             mlfct_embedding_block(self.backbone, int(emb_dim))
             self.embedding = nn.Identity()
         else: self.embedding = nn.Linear(width, emb_dim)
-        self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin, bias=embedding != 'mlfct' and bool(head_bias))
+        self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin,
+                                   bias=embedding != 'mlfct' and bool(head_bias))
         if old_dim is not None and int(old_dim) <= 0: raise ValueError(f"old_dim must be positive, got {old_dim}")
         # drawn last, so that the rest of the model starts from the same weights as without it
         self.to_old = None if old_dim is None else nn.Linear(emb_dim, int(old_dim), bias=False)
@@ -215,7 +233,8 @@ class EmbeddingModel(nn.Module):
     def class_ids(self) -> torch.Tensor: return self.head.class_ids
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        r"The features $\phi(x)$ ($N \times d$): $\max(0, \cdot)$ of the embedding with `embedding_relu`, then unit length when the model normalises."
+        r"""The features $\phi(x)$ ($N \times d$): $\max(0, \cdot)$ of the embedding with `embedding_relu`, then unit
+        length when the model normalises."""
         f = self.embedding(torch.flatten(self.backbone(x), 1))
         if self.config.embedding_relu: f = F.relu(f)
         return F.normalize(f.float(), dim=1) if self.config.normalize else f
@@ -226,21 +245,25 @@ class EmbeddingModel(nn.Module):
 
     def artifact(self) -> dict:
         "A plain-data snapshot (config + CPU state dict) for the artifact cache; `load_model` rebuilds it."
-        return {'config': asdict(self.config), 'state_dict': {k: v.detach().cpu() for k, v in self.state_dict().items()}}
+        return {'config': asdict(self.config),
+                'state_dict': {k: v.detach().cpu() for k, v in self.state_dict().items()}}
 
 def load_model(artifact: dict, device: str|torch.device = 'cpu') -> EmbeddingModel:
-    "Rebuild an `EmbeddingModel` from `model.artifact()` (or a trainer artifact holding one under 'model'), in eval mode."
+    """Rebuild an `EmbeddingModel` from `model.artifact()` (or a trainer artifact holding one under 'model'), in eval
+    mode."""
     if 'model' in artifact and 'config' not in artifact: artifact = artifact['model']
     if 'config' not in artifact or 'state_dict' not in artifact:
-        raise ValueError("not a model artifact: expected a dict with 'config' and 'state_dict' (from EmbeddingModel.artifact())")
+        raise ValueError("not a model artifact: expected a dict with 'config' and 'state_dict' (from "
+                         "EmbeddingModel.artifact())")
     m = copy.deepcopy(_skeleton(json.dumps(artifact['config'], sort_keys=True)))
     m.load_state_dict(artifact['state_dict'])
     return m.to(device).eval()
 
 @functools.lru_cache(maxsize=4)
 def _skeleton(config: str) -> EmbeddingModel:
-    """A model of `config` (JSON) whose weights are to be overwritten: built once, copied for each load (a copy is several
-    times cheaper than building and initialising a ResNet), on a fork of the RNG, so that a load draws no random numbers."""
+    """A model of `config` (JSON) whose weights are to be overwritten: built once, copied for each load (a copy is
+    several times cheaper than building and initialising a ResNet), on a fork of the RNG, so that a load draws no
+    random numbers."""
     with torch.random.fork_rng(devices=[]): return EmbeddingModel(**json.loads(config))
 
 # %% ../nbs/05_models.ipynb #e51f2d42
@@ -248,11 +271,13 @@ EMBEDDINGS = ('linear', 'mlfct')
 
 def mlfct_embedding_block(backbone: nn.Module, emb_dim: int) -> nn.Module:
     """Make the last residual block of a torchvision ResNet's `layer4` output `emb_dim` channels, as FCT's code does
-    (`models/resnet.py` of apple/ml-fct: its last block maps to the embedding size, projection shortcut, closing ReLU kept)."""
+    (`models/resnet.py` of apple/ml-fct: its last block maps to the embedding size, projection shortcut, closing ReLU
+    kept)."""
     from torchvision.models.resnet import BasicBlock, Bottleneck, conv1x1
     blocks = list(backbone.layer4)
     last = blocks[-1]
-    inplanes = last.conv1.in_channels if len(blocks) > 1 else (last.conv3 if isinstance(last, Bottleneck) else last.conv2).out_channels
+    inplanes = (last.conv1.in_channels if len(blocks) > 1
+                else (last.conv3 if isinstance(last, Bottleneck) else last.conv2).out_channels)
     down = nn.Sequential(conv1x1(inplanes, emb_dim), nn.BatchNorm2d(emb_dim))
     if isinstance(last, Bottleneck):
         width = last.conv1.out_channels
@@ -296,9 +321,10 @@ def mlp_blocks(d_in: int, d_out: int, n_blocks: int = 2, hidden: int|None = None
 
 # %% ../nbs/05_models.ipynb #87e62921
 class FCTTransformation(nn.Module):
-    r"FCT's $h_\theta(\phi_{old}, \text{side})$, optionally with FastFill's $\psi_\vartheta$ giving $\log\sigma^2$ from $h$."
-    def __init__(self, old_dim: int, new_dim: int, side_dim: int|None = None, inner_dim: int = 2048, uncertainty: bool = False,
-                 normalize: bool = False):
+    r"""FCT's $h_\theta(\phi_{old}, \text{side})$, optionally with FastFill's $\psi_\vartheta$ giving $\log\sigma^2$
+    from $h$."""
+    def __init__(self, old_dim: int, new_dim: int, side_dim: int|None = None, inner_dim: int = 2048,
+                 uncertainty: bool = False, normalize: bool = False):
         super().__init__()
         self.old_dim, self.new_dim, self.side_dim, self.normalize = old_dim, new_dim, side_dim, normalize
         sd = side_dim or old_dim
@@ -312,7 +338,9 @@ class FCTTransformation(nn.Module):
         if old.ndim != 2 or old.shape[1] != self.old_dim:
             raise ValueError(f"expected old features of shape [N, {self.old_dim}], got {tuple(old.shape)}")
         if self.side_dim is None:
-            if side is not None: raise ValueError("this transformation was built without side-information (side_dim=None); build it with side_dim=k to pass side")
+            if side is not None:
+                raise ValueError("this transformation was built without side-information (side_dim=None); build it "
+                                 "with side_dim=k to pass side")
             side = old
         elif side is None or side.shape[-1] != self.side_dim:
             raise ValueError(f"this transformation needs side-information of shape [N, {self.side_dim}]")
@@ -323,7 +351,8 @@ class FCTTransformation(nn.Module):
 
 # %% ../nbs/05_models.ipynb #6ae6eb86
 class RMTransformation(nn.Module):
-    r"RM's $\psi$ (new $\to$ old, eq. 9) and optional $\rho$ (new $\to$ new, sec. 4.3): $\phi^{new} \mapsto (\rho^{new}, \rho^{rev})$."
+    r"""RM's $\psi$ (new $\to$ old, eq. 9) and optional $\rho$ (new $\to$ new, sec. 4.3):
+    $\phi^{new} \mapsto (\rho^{new}, \rho^{rev})$."""
     def __init__(self, new_dim: int, old_dim: int, psi_blocks: int = 2, rho_blocks: int = 2, hidden: int|None = None):
         super().__init__()
         self.new_dim, self.old_dim = new_dim, old_dim
@@ -331,7 +360,8 @@ class RMTransformation(nn.Module):
         self.rho = mlp_blocks(new_dim, new_dim, rho_blocks, hidden) if rho_blocks else None
 
     def forward(self, new: torch.Tensor):
-        r"$(\rho^{new}, \rho^{rev}) = (\rho(\phi^{new}), \psi(\rho(\phi^{new})))$; without $\rho$, $(\phi^{new}, \psi(\phi^{new}))$."
+        r"""$(\rho^{new}, \rho^{rev}) = (\rho(\phi^{new}), \psi(\rho(\phi^{new})))$; without $\rho$,
+        $(\phi^{new}, \psi(\phi^{new}))$."""
         if new.ndim != 2 or new.shape[1] != self.new_dim:
             raise ValueError(f"expected new features of shape [N, {self.new_dim}], got {tuple(new.shape)}")
         r = self.rho(new) if self.rho is not None else new
@@ -345,10 +375,12 @@ def count_macs(module: nn.Module, input_shape) -> int:
     `(1, 3, 224, 224)`; a list of shapes for a module with several inputs), counted by torch's `FlopCounterMode`:
     MACs $=$ FLOPs$/2$ of its matrix products and convolutions (RM App. B.3). The module runs in eval mode without
     gradients on the device and dtype of its parameters; its mode is restored."""
-    shapes = list(input_shape) if input_shape and isinstance(input_shape[0], (tuple, list, torch.Size)) else [input_shape]
+    shapes = (list(input_shape) if input_shape and isinstance(input_shape[0], (tuple, list, torch.Size))
+              else [input_shape])
     for sh in shapes:
         if not sh or not all(isinstance(d, int) and d > 0 for d in sh):
-            raise ValueError(f"input_shape {tuple(sh)} must be positive ints with the batch first, e.g. (1, 3, 224, 224)")
+            raise ValueError(f"input_shape {tuple(sh)} must be positive ints with the batch first, e.g. (1, 3, 224, "
+                             "224)")
     p = next(module.parameters(), None)
     kw = dict(device=p.device, dtype=p.dtype) if p is not None else {}
     training = module.training
@@ -364,20 +396,25 @@ def count_macs(module: nn.Module, input_shape) -> int:
 TRANSFORMS = {'fct': FCTTransformation, 'rm': RMTransformation}
 
 def make_transformation(kind: str, **kw) -> nn.Module:
-    "Build a transformation network: `kind` 'fct' (FCT/FastFill $h$, $\\psi$) or 'rm' (RM $\\psi$, $\\rho$); `kw` go to its constructor."
-    if kind not in TRANSFORMS: raise ValueError(f"transformation kind {kind!r} is unknown; use one of {tuple(TRANSFORMS)}")
+    """Build a transformation network: `kind` 'fct' (FCT/FastFill $h$, $\\psi$) or 'rm' (RM $\\psi$, $\\rho$); `kw`
+    go to its constructor."""
+    if kind not in TRANSFORMS:
+        raise ValueError(f"transformation kind {kind!r} is unknown; use one of {tuple(TRANSFORMS)}")
     net = TRANSFORMS[kind](**kw)
     net.build_args = {'kind': kind, **kw}
     return net
 
 def transformation_artifact(net: nn.Module) -> dict:
     "Plain-data snapshot of a network made by `make_transformation`."
-    return {'build_args': dict(net.build_args), 'state_dict': {k: v.detach().cpu() for k, v in net.state_dict().items()}}
+    return {'build_args': dict(net.build_args),
+            'state_dict': {k: v.detach().cpu() for k, v in net.state_dict().items()}}
 
 def load_transformation(artifact: dict, device: str|torch.device = 'cpu') -> nn.Module:
-    "Rebuild a transformation from `transformation_artifact` (or a trainer artifact holding one under 'transformation'), in eval mode."
+    """Rebuild a transformation from `transformation_artifact` (or a trainer artifact holding one under
+    'transformation'), in eval mode."""
     if 'transformation' in artifact and 'build_args' not in artifact: artifact = artifact['transformation']
-    if 'build_args' not in artifact: raise ValueError("not a transformation artifact: expected 'build_args' and 'state_dict'")
+    if 'build_args' not in artifact:
+        raise ValueError("not a transformation artifact: expected 'build_args' and 'state_dict'")
     net = make_transformation(**artifact['build_args'])
     net.load_state_dict(artifact['state_dict'])
     return net.to(device).eval()

@@ -23,8 +23,8 @@ __all__ = ['CODE_VERSION', 'COMPAT_METHODS', 'RACT_CONTRASTS', 'FAMILY_RECIPES',
 # %% ../nbs/06a_specs.ipynb #b86d4e11
 CODE_VERSION = 4   # bump when a change to the trainers changes what they produce: it is part of every cache key
 
-COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'lwf-bct', 'lwf-ract', 'comp', 'ra-comp', 'comp-triplet', 'ra-comp-triplet',
-                  'focal', 'ra-comp-split')
+COMPAT_METHODS = ('bct', 'bct-syn', 'bct-kd', 'l2', 'lwf', 'lwf-bct', 'lwf-ract', 'comp', 'ra-comp', 'comp-triplet',
+                  'ra-comp-triplet', 'focal', 'ra-comp-split')
 RACT_CONTRASTS = ('comp', 'ra-comp', 'ra-comp-split', 'comp-triplet', 'ra-comp-triplet')   # RACT eqs. 5, 6, 13, 14, 15
 
 @dataclass
@@ -35,7 +35,8 @@ class BackboneSpec:
     seed: int = 0                        # training seed (initialisation, data order, augmentation)
     data_seed: int = 0                   # the get_split seed (which stand-in images / random allocation)
     arch: str = 'resnet18'
-    width: int = 64                      # a ResNet's base width (64: torchvision's; the stand-in's narrow networks use less)
+    width: int = 64                      # a ResNet's base width (64: torchvision's; the stand-in's narrow networks use
+                                         # less)
     emb_dim: int = 128
     head: str = 'linear'                 # compatrepro.losses.HEADS
     head_scale: float|None = None
@@ -54,13 +55,15 @@ class BackboneSpec:
     warmup_epochs: float = 5.0
     milestones: tuple = ()               # epochs at which 'step' multiplies the lr by gamma
     gamma: float = 0.1
-    compat: CompatSpec|tuple|None = None # compatibility term(s) with a frozen old model (None: plain training; a tuple: their sum)
+    compat: CompatSpec|tuple|None = None # compatibility term(s) with a frozen old model (None: plain training; a tuple:
+                                         # their sum)
     objective: str = 'supervised'  # 'supervised' (the head's loss) or 'simclr'
     simclr_tau: float = 0.5       # NT-Xent temperature (objective='simclr')
     embedding_relu: bool = False  # a ReLU after the embedding (BCT Table 3, phi^ReLU)
     embedding: str = 'linear'  # 'linear' or 'mlfct' (FCT's embedding, see 05_models)
     pretrained: BackboneSpec|str|None = None  # the body's start: a backbone spec (the
-                                         # stand-in's pre-training) or a torchvision weights file (paper scale); None: random
+                                         # stand-in's pre-training) or a torchvision weights file (paper scale); None:
+                                         # random
     per_class: int|None = None  # class-balanced batches of this many images per class
                                          # (RACT's positive pre-sampler, Table 6); None: a plain shuffle
     compat_views: int = 1  # 2: the old model sees another augmentation of each image (RACT Alg. 1)
@@ -69,40 +72,51 @@ class BackboneSpec:
     pooling: str = 'avg'   # a ResNet's global pooling: 'avg' or 'gem' (RACT's code, see 05_models)
     head_bias: bool = True # False: a bias-free linear classifier (RACT's code)
     to_old: str = 'first'  # how a wider embedding meets the old classifier (BCT
-                                         # sec. 3.6): its 'first' K_old dims, or a learned 'linear' transformer (model.to_old)
+                                         # sec. 3.6): its 'first' K_old dims, or a learned 'linear' transformer
+                                         # (model.to_old)
 
     def __post_init__(self):
         check_scale(self.scale)
         if self.optimizer not in ('sgd', 'adam'): raise ValueError(f"optimizer={self.optimizer!r}: use 'sgd' or 'adam'")
-        if self.schedule not in ('cosine', 'step'): raise ValueError(f"schedule={self.schedule!r}: use 'cosine' or 'step'")
+        if self.schedule not in ('cosine', 'step'):
+            raise ValueError(f"schedule={self.schedule!r}: use 'cosine' or 'step'")
         if self.head not in L.HEADS: raise ValueError(f"head={self.head!r} is not one of {L.HEADS}")
-        if self.objective not in ('supervised', 'simclr'): raise ValueError(f"objective={self.objective!r}: use 'supervised' or 'simclr'")
+        if self.objective not in ('supervised', 'simclr'):
+            raise ValueError(f"objective={self.objective!r}: use 'supervised' or 'simclr'")
         if self.embedding not in EMBEDDINGS: raise ValueError(f"embedding={self.embedding!r}: use one of {EMBEDDINGS}")
         if self.pooling not in POOLINGS: raise ValueError(f"pooling={self.pooling!r}: use one of {POOLINGS}")
-        if self.to_old not in ('first', 'linear'): raise ValueError(f"to_old={self.to_old!r}: use 'first' or 'linear' (BCT sec. 3.6)")
+        if self.to_old not in ('first', 'linear'):
+            raise ValueError(f"to_old={self.to_old!r}: use 'first' or 'linear' (BCT sec. 3.6)")
         if self.objective == 'simclr' and (self.compat is not None or not self.augment):
             raise ValueError("objective='simclr' needs augment=True (its two views) and no compat term")
-        if self.epochs < 1 or self.batch_size < 1: raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
-        if self.warmup_epochs > self.epochs: raise ValueError(f"warmup_epochs={self.warmup_epochs} is longer than epochs={self.epochs}")
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
+        if self.warmup_epochs > self.epochs:
+            raise ValueError(f"warmup_epochs={self.warmup_epochs} is longer than epochs={self.epochs}")
         self.milestones = tuple(self.milestones)
         if isinstance(self.compat, dict): self.compat = CompatSpec(**self.compat)
         if isinstance(self.pretrained, dict): self.pretrained = BackboneSpec(**self.pretrained)
         if isinstance(self.pretrained, BackboneSpec) and self.pretrained.arch != self.arch:
-            raise ValueError(f"pretrained is a {self.pretrained.arch} but arch={self.arch!r}: pre-train the same architecture")
+            raise ValueError(f"pretrained is a {self.pretrained.arch} but arch={self.arch!r}: pre-train the same "
+                             "architecture")
         if self.per_class is not None and (self.per_class < 1 or self.batch_size % self.per_class):
             raise ValueError(f"per_class={self.per_class} must be >= 1 and divide batch_size={self.batch_size}")
-        if self.compat_views not in (1, 2): raise ValueError(f"compat_views={self.compat_views}: use 1 (one view) or 2 (RACT Alg. 1)")
+        if self.compat_views not in (1, 2):
+            raise ValueError(f"compat_views={self.compat_views}: use 1 (one view) or 2 (RACT Alg. 1)")
         if self.image_size is not None and (self.scale in STANDIN_SCALES or int(self.image_size) < 8):
-            raise ValueError(f"image_size={self.image_size}: the side in pixels (at least 8) of a paper-scale model's input; "
-                             "the stand-in's images are read as they are (leave it None)")
+            raise ValueError(f"image_size={self.image_size}: the side in pixels (at least 8) of a paper-scale model's "
+                             "input; the stand-in's images are read as they are (leave it None)")
         if self.compat_views == 2 and (self.compat is None or not self.augment):
-            raise ValueError("compat_views=2 gives the old model a second augmentation: it needs a compat term and augment=True")
+            raise ValueError("compat_views=2 gives the old model a second augmentation: it needs a compat term and "
+                             "augment=True")
         if self.to_old == 'linear' and self.compat is None:
-            raise ValueError("to_old='linear' maps the embedding to the old model's dims for the compat terms: it needs a compat term")
+            raise ValueError("to_old='linear' maps the embedding to the old model's dims for the compat terms: it "
+                             "needs a compat term")
         if isinstance(self.compat, (list, tuple)): self.compat = _compat_tuple(self.compat)
         if any(c.positive == 'intra-class' for c in compat_terms(self)) and not (self.per_class or 0) >= 2:
-            raise ValueError("positive='intra-class' takes each anchor's positive from the images the pre-sampler puts in its "
-                             f"batch with it: it needs class-balanced batches, per_class >= 2 (got {self.per_class})")
+            raise ValueError("positive='intra-class' takes each anchor's positive from the images the pre-sampler puts "
+                             "in its batch with it: it needs class-balanced batches, per_class >= 2 (got "
+                             f"{self.per_class})")
 
     @property
     def base_lr(self) -> float:
@@ -111,53 +125,66 @@ class BackboneSpec:
 
 @dataclass
 class CompatSpec:
-    r"A compatibility term added to the new model's loss, $\mathcal{L} = \mathcal{L}_{cls} + \lambda\,\mathcal{L}_{compat}$, computed from the frozen `old` model."
+    r"""A compatibility term added to the new model's loss,
+    $\mathcal{L} = \mathcal{L}_{cls} + \lambda\,\mathcal{L}_{compat}$, computed from the frozen `old` model."""
     method: str                          # one of COMPAT_METHODS
     old: BackboneSpec                    # the old model (trained, or taken from the cache, first)
     weight: float = 1.0                  # lambda (BCT eq. 8, RACT eq. 8)
     tau: float = 0.05                    # RACT temperature (eqs. 5-6)
     tau_n2n: float|None = None           # RACT temperature of the new-to-new negatives (defaults to tau)
     margin: float = 0.8                  # RACT triplet margin (eqs. 14-15)
-    T: float|None = None                 # LwF temperature (None: the old head's scale for cosine heads, else 2); bct-kd takes none
+    T: float|None = None                 # LwF temperature (None: the old head's scale for cosine heads, else 2); bct-kd
+                                         # takes none
     focal_alpha: float = 1.0             # focal distillation (RACT A.5)
     focal_beta: float = 5.0
     eta: float = 1.0  # RACT eq. 13: weight of the new-to-new contrast ('ra-comp-split')
     focus: str = 'old'  # 'focal': beta weighs where the 'old' or the 'new' model is right
-    positive: str = 'instance'  # RACT's positive: 'instance' (phi_old(x), sec. 4.1) or 'intra-class' (the pre-sampler's, Table 6)
+    positive: str = 'instance'  # RACT's positive: 'instance' (phi_old(x), sec. 4.1) or 'intra-class' (the
+                                # pre-sampler's, Table 6)
 
     def __post_init__(self):
-        if self.method not in COMPAT_METHODS: raise ValueError(f"compat method {self.method!r} is unknown; use one of {COMPAT_METHODS}")
-        for k in ('weight', 'tau', 'margin', 'focal_alpha', 'focal_beta', 'eta'):   # lambda=1 and lambda=1.0 are one model (one key)
+        if self.method not in COMPAT_METHODS:
+            raise ValueError(f"compat method {self.method!r} is unknown; use one of {COMPAT_METHODS}")
+        # lambda=1 and lambda=1.0 are one model (one key)
+        for k in ('weight', 'tau', 'margin', 'focal_alpha', 'focal_beta', 'eta'):
             setattr(self, k, float(getattr(self, k)))
-        if self.focus not in ('old', 'new'): raise ValueError(f"focus={self.focus!r}: use 'old' (Yan et al.) or 'new' (RACT's code)")
-        if self.positive not in ('instance', 'intra-class'): raise ValueError(f"positive={self.positive!r}: use 'instance' or 'intra-class'")
+        if self.focus not in ('old', 'new'):
+            raise ValueError(f"focus={self.focus!r}: use 'old' (Yan et al.) or 'new' (RACT's code)")
+        if self.positive not in ('instance', 'intra-class'):
+            raise ValueError(f"positive={self.positive!r}: use 'instance' or 'intra-class'")
         if self.positive != 'instance' and self.method not in RACT_CONTRASTS:
-            raise ValueError(f"positive={self.positive!r} is RACT's pre-sampler, for the terms {RACT_CONTRASTS}, not {self.method!r}")
+            raise ValueError(f"positive={self.positive!r} is RACT's pre-sampler, for the terms {RACT_CONTRASTS}, not "
+                             f"{self.method!r}")
         if self.method == 'bct-kd' and self.T is not None:
-            raise ValueError(f"bct-kd distils the old classifier's own softmax (BCT App. A: its temperature is the cosine "
-                             f"margin loss's, 32, the head's scale); T={self.T} would divide its logits again")
+            raise ValueError("bct-kd distils the old classifier's own softmax (BCT App. A: its temperature is the "
+                             f"cosine margin loss's, 32, the head's scale); T={self.T} would divide its logits again")
         if isinstance(self.old, dict): self.old = BackboneSpec(**self.old)
-        if any(c.old is None for c in compat_terms(self.old)): raise ValueError("the old model's own compat spec is incomplete")
+        if any(c.old is None for c in compat_terms(self.old)):
+            raise ValueError("the old model's own compat spec is incomplete")
 
 def _compat_tuple(terms) -> tuple:
-    "Several compatibility terms as one tuple of `CompatSpec`s (dicts from a stored spec are rebuilt), checked to share their old model."
+    """Several compatibility terms as one tuple of `CompatSpec`s (dicts from a stored spec are rebuilt), checked to
+    share their old model."""
     terms = tuple(CompatSpec(**c) if isinstance(c, dict) else c for c in terms)
     if not terms: raise ValueError("compat=() has no term: pass None for plain training, or one or more CompatSpecs")
     if bad := [type(c).__name__ for c in terms if not isinstance(c, CompatSpec)]:
         raise ValueError(f"compat holds {bad}: a tuple of compatibility terms must hold CompatSpecs only")
     if len(terms) == 1: return terms[0]   # one term is that term: the same loss and the same cache key
     if any(c.old != terms[0].old for c in terms[1:]):
-        raise ValueError(f"the compat terms {[c.method for c in terms]} name different old models; one backbone is trained "
-                         "against one frozen old model, so give every CompatSpec of the tuple the same `old` spec")
+        raise ValueError(f"the compat terms {[c.method for c in terms]} name different old models; one backbone is "
+                         "trained against one frozen old model, so give every CompatSpec of the tuple the same `old` "
+                         "spec")
     return terms
 
 def compat_terms(spec: BackboneSpec) -> tuple:
-    r"The compatibility terms of `spec` as a tuple of `CompatSpec`s: () for plain training, one or several otherwise ($\mathcal{L} = \mathcal{L}_{cls} + \sum_i \lambda_i\,\mathcal{L}_{compat,i}$)."
+    r"""The compatibility terms of `spec` as a tuple of `CompatSpec`s: () for plain training, one or several
+    otherwise ($\mathcal{L} = \mathcal{L}_{cls} + \sum_i \lambda_i\,\mathcal{L}_{compat,i}$)."""
     c = spec.compat
     return () if c is None else c if isinstance(c, tuple) else (c,)
 
 def compat_old(spec: BackboneSpec) -> BackboneSpec|None:
-    r"The spec of the frozen old model $\phi_{old}$ that every compatibility term of `spec` is computed from (None for plain training)."
+    r"""The spec of the frozen old model $\phi_{old}$ that every compatibility term of `spec` is computed from (None
+    for plain training)."""
     terms = compat_terms(spec)
     return terms[0].old if terms else None
 
@@ -166,11 +193,12 @@ def compat_methods(spec: BackboneSpec) -> tuple:
     return tuple(c.method for c in compat_terms(spec))
 
 # %% ../nbs/06a_specs.ipynb #8bcdb195
-FAMILY_RECIPES = {   # dataset family -> what its paper's backbone changes in BackboneSpec's defaults (the NVIDIA recipe)
+FAMILY_RECIPES = {   # dataset family -> what its paper's backbone changes in BackboneSpec's defaults (the NVIDIA
+                     # recipe)
     'imagenet': dict(arch='resnet50', emb_dim=128),
     'places': dict(arch='resnet50', emb_dim=512),
-    # FastFill: ResNet-18 for the VGGFace2-863 old model and for both models of the gender-biased update, else ResNet-50;
-    # ArcFace on normalised features, no label smoothing
+    # FastFill: ResNet-18 for the VGGFace2-863 old model and for both models of the gender-biased update, else
+    # ResNet-50; ArcFace on normalised features, no label smoothing
     'vggface2': dict(arch=lambda split: 'resnet18' if split.endswith('863') or 'gender' in split else 'resnet50',
                      emb_dim=128, head='arcface', head_scale=64., head_margin=0.5, normalize=True, label_smoothing=0.),
     # BCT sec. 3.2: CosFace, plain SGD at 0.1 for batch 320, divided by 10 after epochs 8, 12 and 14 of 16
@@ -195,24 +223,33 @@ def _family(split: str) -> str:
 # %% ../nbs/06a_specs.ipynb #56afa57a
 STANDIN_ARCH = 'resnet10'   # every stand-in backbone unless `arch=` says otherwise
 TINY_RECIPE = dict(optimizer='sgd', lr=0.1, lr_batch=64, momentum=0.9, weight_decay=5e-4, batch_size=64, epochs=48,
-                   warmup_epochs=round(48*5/90, 2), augment=True, width=8)   # the ImageNet recipe's 5-of-90 warm-up share
+                   # the ImageNet recipe's 5-of-90 warm-up share
+                   warmup_epochs=round(48*5/90, 2), augment=True, width=8)
 TINY_EPOCHS_BY_ARCH = {'resnet18': 24, 'resnet34': 24, 'resnet50': 24, 'resnet101': 24, 'resnet152': 12, 'vit_b_32': 15}
 SMOKE_RECIPE = TINY_RECIPE | dict(batch_size=16, epochs=1)
-# the stand-in ViT keeps Adam: at the first regime's rate (2e-3, a quarter-epoch warm-up) it did not learn (loss 4.84 -> 4.70 in 15
-# epochs over 100 classes, mAP 1.1 %); a transformer's usual lower rate with a longer warm-up does (4.84 -> 2.38)
-TINY_ARCH_RECIPES = {'vit_b_32': dict(optimizer='adam', lr=2e-4, weight_decay=3.0517578125e-5, warmup_epochs=2., width=64)}
-STANDIN_RECIPES = {'tiny': (TINY_RECIPE, TINY_EPOCHS_BY_ARCH, TINY_ARCH_RECIPES), 'smoke': (SMOKE_RECIPE, {}, TINY_ARCH_RECIPES)}
+# the stand-in ViT keeps Adam: at the first regime's rate (2e-3, a quarter-epoch warm-up) it did not learn (loss 4.84 ->
+# 4.70 in 15 epochs over 100 classes, mAP 1.1 %); a transformer's usual lower rate with a longer warm-up does (4.84 ->
+# 2.38)
+TINY_ARCH_RECIPES = {'vit_b_32': dict(optimizer='adam', lr=2e-4, weight_decay=3.0517578125e-5, warmup_epochs=2.,
+                                      width=64)}
+STANDIN_RECIPES = {'tiny': (TINY_RECIPE, TINY_EPOCHS_BY_ARCH, TINY_ARCH_RECIPES),
+                   'smoke': (SMOKE_RECIPE, {}, TINY_ARCH_RECIPES)}
 
-def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: str|None = None, **overrides) -> BackboneSpec:
-    r"""The paper's backbone recipe for `split` at `scale` (the stand-in recipes at 'tiny' and 'smoke'), with `overrides` of any `BackboneSpec` field.
-    Paper scale: ImageNet/Places/VGGFace2/CIFAR/Market/GLDv2-FastFill runs use the NVIDIA recipe (FastFill App. A.2), IMDB-Face
-    BCT's (sec. 3.2). `split` may be a RACT GLDv2 split; pass `optimizer='adam'` etc. or use `ract_recipe()` for RACT's own.
+def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: str|None = None,
+                  **overrides) -> BackboneSpec:
+    r"""The paper's backbone recipe for `split` at `scale` (the stand-in recipes at 'tiny' and 'smoke'), with
+    `overrides` of any `BackboneSpec` field.
+    Paper scale: ImageNet/Places/VGGFace2/CIFAR/Market/GLDv2-FastFill runs use the NVIDIA recipe (FastFill App. A.2),
+    IMDB-Face BCT's (sec. 3.2). `split` may be a RACT GLDv2 split; pass `optimizer='adam'` etc. or use `ract_recipe()`
+    for RACT's own.
     `steps_like='resnet10'` (stand-in scales): give the model the epochs, hence the optimizer steps, that the stand-in
     recipe gives that architecture instead of the fewer epochs of `TINY_EPOCHS_BY_ARCH`, so that rows of different
-    architectures (BCT Table 3's $\phi^{R152}_{new-\beta}$ against a ResNet-101 $\phi_{old}$) train for equally many steps.
+    architectures (BCT Table 3's $\phi^{R152}_{new-\beta}$ against a ResNet-101 $\phi_{old}$) train for equally many
+    steps.
     At paper scale every architecture already has its paper's epochs and batch, and `steps_like` changes nothing."""
     if steps_like is not None and steps_like not in ARCHS:
-        raise ValueError(f"steps_like={steps_like!r} is not an architecture; use one of {ARCHS} (or None for the recipe's own epochs)")
+        raise ValueError(f"steps_like={steps_like!r} is not an architecture; use one of {ARCHS} (or None for the "
+                         "recipe's own epochs)")
     fam = _family(split)
     paper = FAMILY_RECIPES[fam]
     kw = dict(split=split, scale=scale, seed=seed) | {k: v(split) if callable(v) else v for k, v in paper.items()}
@@ -222,29 +259,36 @@ def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: st
         kw.update(recipe)
         kw.update(arch_recipes.get(arch, {}))
         kw['epochs'] = by_arch.get(steps_like or arch, recipe['epochs'])
-        if paper.get('schedule') == 'step':   # a paper's step schedule (BCT's, IMDB-Face) is kept at its relative milestones,
+        if paper.get('schedule') == 'step':   # a paper's step schedule (BCT's, IMDB-Face) is kept at its relative
+                                              # milestones,
             # after the stand-in's warm-up: from SGD's 0.1 without one the CosFace head of a width-8 network can stall
             # (seed 0: loss flat at 17.6 from epoch 2, retrieval at chance)
-            kw.update(schedule='step', milestones=tuple(round(kw['epochs']*m/paper['epochs'], 2) for m in paper['milestones']))
+            kw.update(schedule='step', milestones=tuple(round(kw['epochs']*m/paper['epochs'], 2)
+                                                        for m in paper['milestones']))
     kw.update(overrides)
-    if 'warmup_epochs' not in overrides:   # a run cut short (the notebooks' `epochs`) warms up for at most its own length
-        kw['warmup_epochs'] = min(kw.get('warmup_epochs', BackboneSpec.warmup_epochs), kw.get('epochs', BackboneSpec.epochs))
+    if 'warmup_epochs' not in overrides:   # a run cut short (the notebooks' `epochs`) warms up for at most its own
+                                           # length
+        kw['warmup_epochs'] = min(kw.get('warmup_epochs', BackboneSpec.warmup_epochs),
+                                  kw.get('epochs', BackboneSpec.epochs))
     return BackboneSpec(**kw)
 
 def ract_recipe(spec: BackboneSpec) -> BackboneSpec:
-    "RACT App. A.1's optimiser and schedule on `spec`: Adam, weight decay 1e-4, lr 0.01 at batch 480, /10 every third of the epochs, no label smoothing."
+    """RACT App. A.1's optimiser and schedule on `spec`: Adam, weight decay 1e-4, lr 0.01 at batch 480, /10 every
+    third of the epochs, no label smoothing."""
     e = spec.epochs
     return replace(spec, optimizer='adam', lr=0.01, lr_batch=480, weight_decay=1e-4, schedule='step', warmup_epochs=0.,
                    milestones=(e/3, 2*e/3), gamma=0.1, label_smoothing=0.)
 
 # %% ../nbs/06a_specs.ipynb #f7a14c83
 RACT_MODEL = dict(emb_dim=512, pooling='gem', head_bias=False)   # OpenCompatible's Resnet_GeM, config.json's emb_dim
-RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 10}   # one budget for both, as the paper's 90 epochs for R50 and R101
+RACT_STANDIN_EPOCHS = {'resnet10': 10, 'resnet18': 10}   # one budget for both, as the paper's 90 epochs for R50 and
+                                                         # R101
 RACT_PAPER_RECIPE = dict(epochs=90, batch={'resnet50': 6*80, 'resnet101': 6*64})
 
 # %% ../nbs/06a_specs.ipynb #6cc4f6ed
 def ract_compat(old: BackboneSpec, setting: str = 'fastfill', method: str = 'ra-comp', **kw) -> CompatSpec:
-    "RACT's compatibility term with the hyper-parameters of `setting`: 'fastfill' (App. A.2: lambda=1, tau=0.5) or 'ract' (App. A.1: lambda=1, tau=0.05)."
+    """RACT's compatibility term with the hyper-parameters of `setting`: 'fastfill' (App. A.2: lambda=1, tau=0.5) or
+    'ract' (App. A.1: lambda=1, tau=0.05)."""
     taus = {'fastfill': 0.5, 'ract': 0.05}
     if setting not in taus: raise ValueError(f"setting={setting!r}: use 'fastfill' or 'ract'")
     return CompatSpec(method, old, **({'weight': 1.0, 'tau': taus[setting]} | kw))
@@ -257,16 +301,19 @@ def input_size(spec: BackboneSpec) -> int|None:
     return None if spec.scale in STANDIN_SCALES else paper_image_size(_family(spec.split))
 
 # %% ../nbs/06a_specs.ipynb #47a49f6f
-COMPAT_VERSIONS = {'bct-syn': 2, 'bct-kd': 2, 'lwf-bct': 2}   # bump one method's version when only that term changes: the others stay cached
+COMPAT_VERSIONS = {'bct-syn': 2, 'bct-kd': 2, 'lwf-bct': 2}   # bump one method's version when only that term changes:
+                                                              # the others stay cached
 
 def _compat_version(spec: BackboneSpec) -> int|dict|None:
-    "The COMPAT_VERSIONS entry of the spec's compat method, None when it has none; with several terms {method: version} of those that have one."
+    """The COMPAT_VERSIONS entry of the spec's compat method, None when it has none; with several terms {method:
+    version} of those that have one."""
     if spec.compat is None: return None
     if isinstance(spec.compat, CompatSpec): return COMPAT_VERSIONS.get(spec.compat.method)
     return {m: COMPAT_VERSIONS[m] for m in compat_methods(spec) if m in COMPAT_VERSIONS} or None
 
 def backbone_key(spec: BackboneSpec) -> dict:
-    "The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any (with several terms, {method: version} of those with one)."
+    """The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any
+    (with several terms, {method: version} of those with one)."""
     key = {'spec': spec, 'code_version': CODE_VERSION}
     if (v := _compat_version(spec)) is not None: key['compat_version'] = v
     return key
@@ -295,7 +342,8 @@ class TransformationSpec:
     objective: str = 'l2+disc+uncert'
     split: str|None = None               # training data (D_new); None: the new model's training split
     seed: int = 0
-    side_info: BackboneSpec|None = None  # FCT side-information model (FastFill App. B.2); None: none (official FCT code)
+    side_info: BackboneSpec|None = None  # FCT side-information model (FastFill App. B.2); None: none (official FCT
+                                         # code)
     inner_dim: int = 2048                # FCT MLP inner width
     psi_blocks: int = 2                  # RM psi blocks
     rho_blocks: int = 0                  # RM rho blocks (0: no learnable new embedding)
@@ -325,13 +373,18 @@ class TransformationSpec:
         for k in ('old', 'new', 'side_info'):
             if isinstance(getattr(self, k), dict): setattr(self, k, BackboneSpec(**getattr(self, k)))
         if self.objective not in FASTFILL_OBJECTIVES + RM_OBJECTIVES:
-            raise ValueError(f"objective {self.objective!r} is unknown; use one of {FASTFILL_OBJECTIVES + RM_OBJECTIVES}")
+            raise ValueError(f"objective {self.objective!r} is unknown; use one of "
+                             f"{FASTFILL_OBJECTIVES + RM_OBJECTIVES}")
         if self.old.scale != self.new.scale: raise ValueError("old and new backbones must be of the same scale")
-        if self.epochs < 1 or self.batch_size < 2: raise ValueError("epochs must be >= 1 and batch_size >= 2 (BatchNorm)")
-        if self.lr_steps_per not in ('iteration', 'epoch'): raise ValueError(f"lr_steps_per={self.lr_steps_per!r}: use 'iteration' or 'epoch'")
-        if self.views < 0: raise ValueError(f"views={self.views}: use 0 (un-augmented features) or a number of augmented views")
+        if self.epochs < 1 or self.batch_size < 2:
+            raise ValueError("epochs must be >= 1 and batch_size >= 2 (BatchNorm)")
+        if self.lr_steps_per not in ('iteration', 'epoch'):
+            raise ValueError(f"lr_steps_per={self.lr_steps_per!r}: use 'iteration' or 'epoch'")
+        if self.views < 0:
+            raise ValueError(f"views={self.views}: use 0 (un-augmented features) or a number of augmented views")
         if self.views and self.new.scale not in STANDIN_SCALES:
-            raise ValueError("views are the stand-in's cached augmented views; at paper scale every epoch draws a fresh view")
+            raise ValueError("views are the stand-in's cached augmented views; at paper scale every epoch draws a "
+                             "fresh view")
 
     @property
     def kind(self) -> str: return 'rm' if self.objective in RM_OBJECTIVES else 'fct'
@@ -351,16 +404,19 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
         else: kw.update(warmup_epochs=e/16, freeze_bn_epoch=e/2)
     kw.update(overrides)
     if 'warmup_epochs' not in overrides:   # as `backbone_spec`: a run cut short warms up for at most its own length
-        kw['warmup_epochs'] = min(kw.get('warmup_epochs', TransformationSpec.warmup_epochs), kw.get('epochs', TransformationSpec.epochs))
+        kw['warmup_epochs'] = min(kw.get('warmup_epochs', TransformationSpec.warmup_epochs),
+                                  kw.get('epochs', TransformationSpec.epochs))
     return TransformationSpec(**kw)
 
 def transformation_key(spec: TransformationSpec) -> dict:
-    "The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones' compat versions."
+    """The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones'
+    compat versions."""
     key = {'spec': spec, 'code_version': CODE_VERSION}
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
-    if spec.new.scale not in STANDIN_SCALES: key['view'] = 'same'   # paper scale trains on one view per step (see the trainer)
+    if spec.new.scale not in STANDIN_SCALES: key['view'] = 'same'   # paper scale trains on one view per step (see the
+                                                                    # trainer)
     return key
 
 # what `compatrepro status` compares (`00_core`): the trainer's code, each method's version, each scale's recipe
