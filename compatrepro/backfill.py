@@ -30,7 +30,8 @@ def check_order(order, n: int, device=None) -> torch.Tensor:
     if o.ndim != 1 or len(o) != n:
         raise ValueError(f"order must list all {n} gallery indices once (a permutation), got shape {tuple(o.shape)}")
     if o.dtype.is_floating_point or o.dtype == torch.bool:
-        raise ValueError(f"order must hold integer gallery indices, got dtype {o.dtype}; use order_from_scores(scores) for scores")
+        raise ValueError(f"order must hold integer gallery indices, got dtype {o.dtype}; use order_from_scores(scores) "
+                         "for scores")
     o = o.long()
     seen = torch.zeros(n, dtype=torch.bool)
     oc = o.cpu()
@@ -41,7 +42,8 @@ def check_order(order, n: int, device=None) -> torch.Tensor:
 
 def order_from_scores(scores, descending: bool = True) -> np.ndarray:
     "The order that backfills the highest `scores` first (`descending`) or the lowest first; ties keep index order."
-    s = scores.detach().cpu().double().numpy() if isinstance(scores, torch.Tensor) else np.asarray(scores, dtype=np.float64)
+    s = (scores.detach().cpu().double().numpy() if isinstance(scores, torch.Tensor)
+         else np.asarray(scores, dtype=np.float64))
     if s.ndim != 1: raise ValueError(f"scores must be 1-d (one per gallery item), got shape {s.shape}")
     if not np.isfinite(s).all(): raise ValueError(f"scores has {int((~np.isfinite(s)).sum())} NaN or infinite values")
     return np.argsort(-s if descending else s, kind='stable')
@@ -56,7 +58,8 @@ def sigma_order(log_sigma2) -> np.ndarray:
     return order_from_scores(log_sigma2, descending=True)
 
 def cheating_order(alignment_loss) -> np.ndarray:
-    "FastFill-Cheating: decreasing true alignment loss $\\mathcal{L}_{l_2+disc}(\\mathbf{x}_i)$ (eq. 3) per gallery item."
+    """FastFill-Cheating: decreasing true alignment loss $\\mathcal{L}_{l_2+disc}(\\mathbf{x}_i)$ (eq. 3) per gallery
+    item."""
     return order_from_scores(alignment_loss, descending=True)
 
 # %% ../nbs/11_backfill.ipynb #3fbd77d1
@@ -79,9 +82,12 @@ def entropy_scores(logits) -> np.ndarray:
     p = _probs(logits)
     return (-torch.special.xlogy(p, p).sum(1)).cpu().numpy()
 
-def least_confidence_order(logits) -> np.ndarray: "RACT: backfill the largest $\\mathcal{U}_{lc}$ first."; return order_from_scores(least_confidence_scores(logits))
-def margin_order(logits) -> np.ndarray: "RACT: backfill the largest $\\mathcal{U}_{mc}$ first."; return order_from_scores(margin_scores(logits))
-def entropy_order(logits) -> np.ndarray: "RACT: backfill the largest $\\mathcal{U}_{e}$ first."; return order_from_scores(entropy_scores(logits))
+def least_confidence_order(logits) -> np.ndarray:
+    "RACT: backfill the largest $\\mathcal{U}_{lc}$ first."; return order_from_scores(least_confidence_scores(logits))
+def margin_order(logits) -> np.ndarray:
+    "RACT: backfill the largest $\\mathcal{U}_{mc}$ first."; return order_from_scores(margin_scores(logits))
+def entropy_order(logits) -> np.ndarray:
+    "RACT: backfill the largest $\\mathcal{U}_{e}$ first."; return order_from_scores(entropy_scores(logits))
 
 # %% ../nbs/11_backfill.ipynb #f30725bb
 def old_classifier_order(logits, labels=None) -> np.ndarray:
@@ -119,9 +125,11 @@ def class_order(labels, seed: int = 0) -> np.ndarray:
 def backfill_counts(fractions, n: int) -> np.ndarray:
     "$n_\\alpha = \\lfloor \\alpha n\\rfloor$ for each fraction (FastFill 5.1), after checking $\\alpha\\in[0,1]$."
     f = np.asarray(fractions, dtype=np.float64).ravel()
-    if len(f) == 0: raise ValueError("fractions is empty: give backfill fractions in [0, 1], e.g. np.linspace(0, 1, 11)")
+    if len(f) == 0:
+        raise ValueError("fractions is empty: give backfill fractions in [0, 1], e.g. np.linspace(0, 1, 11)")
     if not np.isfinite(f).all() or (f < 0).any() or (f > 1).any():
-        raise ValueError(f"fractions must lie in [0, 1] (the share of the gallery backfilled), got {f[(~np.isfinite(f)) | (f < 0) | (f > 1)][:5]}")
+        raise ValueError("fractions must lie in [0, 1] (the share of the gallery backfilled), got "
+                         f"{f[(~np.isfinite(f)) | (f < 0) | (f > 1)][:5]}")
     return np.floor(np.round(f * n, 9)).astype(np.int64)
 
 def mixed_gallery(gallery_old, gallery_new, order, fraction: float):
@@ -143,7 +151,8 @@ def _curve_setup(query, gallery_old, gallery_new, query_labels, gallery_labels, 
     qo = None
     if query_old is not None:
         qo = prepare_features(as_features(query_old, 'query_old', device=q.device), distance, 'query_old').to(q.dtype)
-        if len(qo) != len(q): raise ValueError(f"query_old has {len(qo)} rows but query has {len(q)}: both embed the same queries")
+        if len(qo) != len(q):
+            raise ValueError(f"query_old has {len(qo)} rows but query has {len(q)}: both embed the same queries")
         if qo.shape[1] != go.shape[1]:
             raise ValueError(f"query_old has dimension {qo.shape[1]} but gallery_old has {go.shape[1]}")
     if gn.shape[1] != q.shape[1]:
@@ -157,7 +166,8 @@ def backfill_curve(query, gallery_old, gallery_new, query_labels, gallery_labels
     """Retrieval metrics (percent) of a partly backfilled gallery at each fraction $\\alpha$: one row per fraction
     (index `fraction`), one column per metric.
 
-    query: $\\phi_{new}(\\mathcal{Q})$ (m, d). gallery_old: $\\phi_{old}(\\mathcal{G})$ or $h(\\phi_{old}(\\mathcal{G}))$ (n, d).
+    query: $\\phi_{new}(\\mathcal{Q})$ (m, d). gallery_old: $\\phi_{old}(\\mathcal{G})$ or
+    $h(\\phi_{old}(\\mathcal{G}))$ (n, d).
     gallery_new: $\\phi_{new}(\\mathcal{G})$ (n, d). order: permutation $\\pi$ of range(n), first backfilled first.
     fractions: $\\alpha$ values in [0, 1]; $\\lfloor\\alpha n\\rfloor$ items of `order` are new (FastFill 5.1).
     metrics: 'top<k>', 'mAP', 'mAP@<k>', 'rmAP' (with `relevance`), 'NFR@<k>' (needs `reference_hits`,
@@ -181,13 +191,15 @@ def backfill_curve(query, gallery_old, gallery_new, query_labels, gallery_labels
     for name, kind, k in parsed:
         if kind == 'NFR':
             if reference_hits is None:
-                raise ValueError(f"{name} needs reference_hits: the queries the old system gets right (RACT eq. 12), e.g. "
-                                 "retrieval_hits(query_old_model, gallery_old, query_labels, gallery_labels, k=...)")
+                raise ValueError(f"{name} needs reference_hits: the queries the old system gets right (RACT eq. 12), "
+                                 "e.g. retrieval_hits(query_old_model, gallery_old, query_labels, gallery_labels, "
+                                 "k=...)")
         if kind in ('NFR', 'pos_flips', 'neg_flips') and reference_hits is not None:
             r = reference_hits[k] if isinstance(reference_hits, dict) else reference_hits
             r = torch.as_tensor(np.asarray(r.cpu() if isinstance(r, torch.Tensor) else r), device=q.device)
             if r.dtype != torch.bool or r.shape != (len(q),):
-                raise ValueError(f"reference_hits must be a boolean vector with one entry per query ({len(q)}), got {tuple(r.shape)} {r.dtype}")
+                raise ValueError(f"reference_hits must be a boolean vector with one entry per query ({len(q)}), got "
+                                 f"{tuple(r.shape)} {r.dtype}")
             ref[k] = r
     vals, valid = _curve_blocks(q, qo, go, gn, rel, distance, parsed, segment, F, block_size)
     for name, kind, k in parsed:                                 # flips default to the 0 % point of this curve
@@ -250,19 +262,20 @@ def _steps_blocks(query, gallery_old, gallery_new, query_labels, gallery_labels,
         yield s, e, _top1_steps(d_old, d_new, pos, ign, o), pos.any(1)
 
 def step_hits(query, gallery_old, gallery_new, query_labels, gallery_labels, order, steps=None, distance: str = 'l2',
-              query_is_gallery: bool = True, query_old=None, *, relevance=None, block_size=None, device=None) -> np.ndarray:
+              query_is_gallery: bool = True, query_old=None, *, relevance=None, block_size=None,
+              device=None) -> np.ndarray:
     """Per-query top-1 success (m, len(steps)) after `steps` backfilled items (default: every step 0..n).
     Queries with nothing relevant are False. Same modes and arguments as `backfill_curve`."""
     n = len(gallery_old)
     st = np.arange(n + 1) if steps is None else np.asarray(steps, dtype=np.int64).ravel()
     if (st < 0).any() or (st > n).any(): raise ValueError(f"steps must be backfilled-item counts in [0, {n}]")
     if steps is None and len(query) * (n + 1) > 2e8:
-        raise ValueError(f"{len(query)} queries x {n + 1} steps would hold {len(query) * (n + 1) / 1e9:.1f} GB of flags: "
-                         "pass steps=... or use step_curve, which aggregates every step without storing them")
+        raise ValueError(f"{len(query)} queries x {n + 1} steps would hold {len(query) * (n + 1) / 1e9:.1f} GB of "
+                         "flags: pass steps=... or use step_curve, which aggregates every step without storing them")
     out = np.zeros((len(query), len(st)), dtype=bool)
     sti = torch.as_tensor(st)
-    for s, e, hits, valid in _steps_blocks(query, gallery_old, gallery_new, query_labels, gallery_labels, order, distance,
-                                           query_is_gallery, query_old, relevance, block_size, device):
+    for s, e, hits, valid in _steps_blocks(query, gallery_old, gallery_new, query_labels, gallery_labels, order,
+                                           distance, query_is_gallery, query_old, relevance, block_size, device):
         out[s:e] = (hits[:, sti.to(hits.device)] & valid[:, None]).cpu().numpy()
     return out
 
@@ -270,11 +283,12 @@ def step_curve(query, gallery_old, gallery_new, query_labels, gallery_labels, or
                query_is_gallery: bool = True, query_old=None, *, reference_hits=None, relevance=None, block_size=None,
                device=None) -> pd.DataFrame:
     """Top-1 (percent of valid queries) at every step 0..n, with positive and negative flips against step 0
-    (percent of valid queries, FastFill App. D) and, given `reference_hits` (e.g. old-old top-1), NFR@1 (RACT eq. 12)."""
+    (percent of valid queries, FastFill App. D) and, given `reference_hits` (e.g. old-old top-1), NFR@1 (RACT
+    eq. 12)."""
     n = len(gallery_old)
     tot = pf = nf = nfr_ = None; nv = 0; nref = 0
-    for s, e, hits, valid in _steps_blocks(query, gallery_old, gallery_new, query_labels, gallery_labels, order, distance,
-                                           query_is_gallery, query_old, relevance, block_size, device):
+    for s, e, hits, valid in _steps_blocks(query, gallery_old, gallery_new, query_labels, gallery_labels, order,
+                                           distance, query_is_gallery, query_old, relevance, block_size, device):
         h = hits & valid[:, None]; r0 = h[:, :1]
         add = lambda acc, x: x.sum(0) if acc is None else acc + x.sum(0)
         tot, pf, nf = add(tot, h), add(pf, h & ~r0), add(nf, ~h & r0 & valid[:, None])
@@ -289,46 +303,56 @@ def step_curve(query, gallery_old, gallery_new, query_labels, gallery_labels, or
                        'pos_flips': 100 * pf.cpu().numpy() / nvv, 'neg_flips': 100 * nf.cpu().numpy() / nvv},
                       index=pd.Index(np.arange(n + 1), name='n_backfilled'))
     if reference_hits is not None:
-        if len(reference_hits) != len(query): raise ValueError(f"reference_hits has {len(reference_hits)} entries for {len(query)} queries")
+        if len(reference_hits) != len(query):
+            raise ValueError(f"reference_hits has {len(reference_hits)} entries for {len(query)} queries")
         df['NFR@1'] = 100 * nfr_.cpu().numpy() / max(nref, 1)
-    df.attrs.update(n=n, n_queries=len(query), n_skipped=len(query) - nv, mode='rank_merge' if query_old is not None else 'mixed')
+    df.attrs.update(n=n, n_queries=len(query), n_skipped=len(query) - nv,
+                    mode='rank_merge' if query_old is not None else 'mixed')
     return df
 
 # %% ../nbs/11_backfill.ipynb #cf2154c3
 def class_backfill_masks(gallery_labels, fractions, seed: int = 0):
-    r"""Which gallery items are new at each backfilled fraction $\alpha$ of the gallery's *classes* (BCT App. B): a bool matrix
-    (F, n), True where item $j$'s class is among the first $\lfloor\alpha C\rfloor$ classes of the random class order of
-    `class_order(gallery_labels, seed)`, and the number of backfilled classes at each fraction (F,)."""
+    r"""Which gallery items are new at each backfilled fraction $\alpha$ of the gallery's *classes* (BCT App. B): a
+    bool matrix (F, n), True where item $j$'s class is among the first $\lfloor\alpha C\rfloor$ classes of the random
+    class order of `class_order(gallery_labels, seed)`, and the number of backfilled classes at each fraction (F,)."""
     lab = np.asarray(gallery_labels.cpu() if isinstance(gallery_labels, torch.Tensor) else gallery_labels)
-    if lab.ndim != 1 or len(lab) == 0: raise ValueError(f"gallery_labels must be a non-empty 1-d array (one identity per gallery item), got shape {lab.shape}")
+    if lab.ndim != 1 or len(lab) == 0:
+        raise ValueError("gallery_labels must be a non-empty 1-d array (one identity per gallery item), got shape "
+                         f"{lab.shape}")
     uniq, inv = np.unique(lab, return_inverse=True)
     o = class_order(lab, seed)
-    first = np.full(len(uniq), len(lab)); np.minimum.at(first, inv[o], np.arange(len(lab)))   # where each class starts in o
-    crank = np.argsort(np.argsort(first, kind='stable'), kind='stable')                     # 0 = the first class backfilled
+    # where each class starts in o
+    first = np.full(len(uniq), len(lab)); np.minimum.at(first, inv[o], np.arange(len(lab)))
+    crank = np.argsort(np.argsort(first, kind='stable'), kind='stable')  # 0 = the first class backfilled
     k = backfill_counts(fractions, len(uniq))
     return crank[inv][None, :] < k[:, None], k
 
 def class_mixed_gallery(gallery_old, gallery_new, gallery_labels, fraction: float, seed: int = 0):
-    r"The gallery with the first $\lfloor\alpha C\rfloor$ classes of the random class order backfilled: $\phi_{new}$ for their items, $\phi_{old}$ for the rest."
+    r"""The gallery with the first $\lfloor\alpha C\rfloor$ classes of the random class order backfilled:
+    $\phi_{new}$ for their items, $\phi_{old}$ for the rest."""
     go, gn = as_features(gallery_old, 'gallery_old'), as_features(gallery_new, 'gallery_new')
     check_same_shape(go, gn.to(go.device), 'gallery_old', 'gallery_new')
-    if len(np.asarray(gallery_labels)) != len(go): raise ValueError(f"gallery_labels has {len(np.asarray(gallery_labels))} entries for {len(go)} gallery items")
+    if len(np.asarray(gallery_labels)) != len(go):
+        raise ValueError(f"gallery_labels has {len(np.asarray(gallery_labels))} entries for {len(go)} gallery items")
     mask, _ = class_backfill_masks(gallery_labels, [fraction], seed)
     return torch.where(torch.as_tensor(mask[0], device=go.device)[:, None], gn.to(go.device, go.dtype), go)
 
-def class_backfill_search(probe, probe_labels, gallery_old, gallery_new, gallery_labels, gallery_parts=None, fractions=None,
-                          seed: int = 0, fpir=(1e-2,), ranks=(1, 5)) -> pd.DataFrame:
-    r"""BCT Figure 3: 1:N open-set search of $\phi_{new}$ probes against a gallery backfilled class by class, at each fraction
-    $\alpha$ of the gallery classes (default every 2 %: 0, 0.02, ..., 1). `probe`: $\phi_{new}(\mathcal{Q})$ template features (m, d);
-    `gallery_old` / `gallery_new`: $\phi_{old}(\mathcal{G})$ / $\phi_{new}(\mathcal{G})$ template features (n, d); `gallery_labels`: identities;
-    `gallery_parts`: 'G1'/'G2' per gallery template (None: one gallery); `seed`: the random class order (`class_order`).
-    One row per fraction (index `fraction`): the metrics of `open_set_search` (TPIR@FPIR=f, rank<k>, mean over the parts,
-    and `<part>/...` per part), `n_classes_backfilled` and `n_templates_backfilled`. $\alpha=0$ is the backward-compatibility
-    test $M(\phi_{new}, \phi_{old})$, $\alpha=1$ the paragon $M(\phi_{new}, \phi_{new})$."""
+def class_backfill_search(probe, probe_labels, gallery_old, gallery_new, gallery_labels, gallery_parts=None,
+                          fractions=None, seed: int = 0, fpir=(1e-2,), ranks=(1, 5)) -> pd.DataFrame:
+    r"""BCT Figure 3: 1:N open-set search of $\phi_{new}$ probes against a gallery backfilled class by class, at each
+    fraction $\alpha$ of the gallery classes (default every 2 %: 0, 0.02, ..., 1). `probe`: $\phi_{new}(\mathcal{Q})$
+    template features (m, d); `gallery_old` / `gallery_new`: $\phi_{old}(\mathcal{G})$ / $\phi_{new}(\mathcal{G})$
+    template features (n, d); `gallery_labels`: identities; `gallery_parts`: 'G1'/'G2' per gallery template (None: one
+    gallery); `seed`: the random class order (`class_order`).
+    One row per fraction (index `fraction`): the metrics of `open_set_search` (TPIR@FPIR=f, rank<k>, mean over the
+    parts, and `<part>/...` per part), `n_classes_backfilled` and `n_templates_backfilled`. $\alpha=0$ is the
+    backward-compatibility test $M(\phi_{new}, \phi_{old})$, $\alpha=1$ the paragon $M(\phi_{new}, \phi_{new})$."""
     go, gn = as_features(gallery_old, 'gallery_old'), as_features(gallery_new, 'gallery_new', device=None)
     check_same_shape(go, gn.to(go.device), 'gallery_old', 'gallery_new')
     lab = np.asarray(gallery_labels.cpu() if isinstance(gallery_labels, torch.Tensor) else gallery_labels)
-    if lab.shape != (len(go),): raise ValueError(f"gallery_labels has shape {lab.shape} for {len(go)} gallery templates: give one identity per template")
+    if lab.shape != (len(go),):
+        raise ValueError(f"gallery_labels has shape {lab.shape} for {len(go)} gallery templates: give one identity per "
+                         "template")
     fr = np.round(np.arange(51) * 0.02, 10) if fractions is None else np.asarray(fractions, dtype=np.float64).ravel()
     mask, k = class_backfill_masks(lab, fr, seed)
     gn = gn.to(go.device, go.dtype)
@@ -364,10 +388,12 @@ def plot_backfill_curves(curves: dict, metric: str = 'top1', title: str = '', ar
         ends = np.isin(x, [0., 100.])
         ax.plot(x[ends], y[ends], 'o', color=line.get_color(), ms=5)
     for lab, v in (references or {}).items():
-        ax.axhline(v, ls='--', lw=1, color='gray'); ax.annotate(lab, (100, v), xytext=(-4, 2), textcoords='offset points', ha='right', fontsize=8, color='gray')
+        ax.axhline(v, ls='--', lw=1, color='gray')
+        ax.annotate(lab, (100, v), xytext=(-4, 2), textcoords='offset points', ha='right', fontsize=8, color='gray')
     ax.set_xlabel('backfilled (%)'); ax.set_ylabel(ylabel or f'{metric} (%)'); ax.set_xlim(-2, 102)
     ax.set_title(title, fontsize=10); ax.grid(alpha=.3)
-    ax.legend(fontsize=8, title={'m_tilde': f'method ($\\widetilde{{{metric}}}$)', 'auc': f'method (AUC$_{{{metric}}}$)'}.get(area), title_fontsize=8)
+    ax.legend(fontsize=8, title={'m_tilde': f'method ($\\widetilde{{{metric}}}$)',
+                                 'auc': f'method (AUC$_{{{metric}}}$)'}.get(area), title_fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -33,7 +33,8 @@ def parse_metrics(metrics) -> list[tuple[str, str, int | None]]:
         mt = _METRIC_RE.match(str(name))
         if not mt:
             if str(name).startswith('rmAP@'):
-                raise ValueError(f"{name!r}: ROxford/RParis mAP has no cut-off; 'rmAP' is revisitop's compute_map over the whole ranking")
+                raise ValueError(f"{name!r}: ROxford/RParis mAP has no cut-off; 'rmAP' is revisitop's compute_map over "
+                                 "the whole ranking")
             raise ValueError(f"unknown metric {name!r}: use 'top<k>' (CMC), 'mAP', 'mAP@<k>' (GLDv2), 'rmAP' "
                              "(ROxford/RParis, revisitop's trapezoid AP), 'NFR@<k>', 'pos_flips@<k>', 'neg_flips@<k>'")
         g = mt.groups()
@@ -72,8 +73,10 @@ class Relevance:
             raise ValueError(f"query_is_gallery=True but the query set has {m} rows and the gallery {n}: "
                              "pass query_is_gallery=False for separate query and gallery sets")
         if relevance is not None:
-            if len(relevance) != m: raise ValueError(f"relevance has {len(relevance)} entries but there are {m} queries")
-            self.rel = [(np.asarray(p, dtype=np.int64).ravel(), np.asarray(j, dtype=np.int64).ravel()) for p, j in relevance]
+            if len(relevance) != m:
+                raise ValueError(f"relevance has {len(relevance)} entries but there are {m} queries")
+            self.rel = [(np.asarray(p, dtype=np.int64).ravel(), np.asarray(j, dtype=np.int64).ravel())
+                        for p, j in relevance]
             for i, (p, j) in enumerate(self.rel):
                 for a in (p, j):
                     if len(a) and (a.min() < 0 or a.max() >= n):
@@ -82,8 +85,10 @@ class Relevance:
         else:
             if query_labels is None or gallery_labels is None:
                 raise ValueError("give query_labels and gallery_labels, or relevance=[(positives, junk), ...]")
-            self.ql, self.gl = as_labels(query_labels, gallery_labels, names=['query_labels', 'gallery_labels'], device=device)
-            check_labels(self.ql, m, 'query_labels', 'the query matrix'); check_labels(self.gl, n, 'gallery_labels', 'the gallery matrix')
+            self.ql, self.gl = as_labels(query_labels, gallery_labels, names=['query_labels', 'gallery_labels'],
+                                         device=device)
+            check_labels(self.ql, m, 'query_labels', 'the query matrix')
+            check_labels(self.gl, n, 'gallery_labels', 'the gallery matrix')
             self.rel = None
 
     def block(self, s: int, e: int):
@@ -103,14 +108,16 @@ class Relevance:
         return pos, ign
 
 # %% ../nbs/10_metrics.ipynb #28cadc58
-def market_relevance(query_labels, query_cameras, gallery_labels, gallery_cameras) -> list[tuple[np.ndarray, np.ndarray]]:
+def market_relevance(query_labels, query_cameras, gallery_labels,
+                     gallery_cameras) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per-query (positives, junk) gallery indices of Market-1501's protocol: same label on another camera (positive),
     same label on the query's camera (junk); gallery label -1 (distractors) is a negative of every query."""
     arr = lambda x: np.asarray(x.cpu() if torch.is_tensor(x) else x, dtype=np.int64).ravel()
     ql, qc, gl, gc = map(arr, (query_labels, query_cameras, gallery_labels, gallery_cameras))
     if len(ql) != len(qc): raise ValueError(f"{len(ql)} query labels but {len(qc)} query cameras")
     if len(gl) != len(gc): raise ValueError(f"{len(gl)} gallery labels but {len(gc)} gallery cameras")
-    if len(ql) and ql.min() < 0: raise ValueError("a query has a negative label: distractors (-1) belong to the gallery only")
+    if len(ql) and ql.min() < 0:
+        raise ValueError("a query has a negative label: distractors (-1) belong to the gallery only")
     order = np.argsort(gl, kind='stable'); sl = gl[order]
     out = []
     for l, c in zip(ql, qc):
@@ -184,7 +191,8 @@ def per_query_values(s: torch.Tensor, c: torch.Tensor, npos: torch.Tensor, kind:
     raise ValueError(kind)
 
 # %% ../nbs/10_metrics.ipynb #5281353b
-def _setup(query, gallery, query_labels, gallery_labels, distance, query_is_gallery, relevance, device=None, name_q='query', name_g='gallery'):
+def _setup(query, gallery, query_labels, gallery_labels, distance, query_is_gallery, relevance, device=None,
+           name_q='query', name_g='gallery'):
     check_distance(distance)
     q = as_features(query, name_q, device=device); g = as_features(gallery, name_g, device=q.device)
     if q.shape[1] != g.shape[1]:
@@ -217,7 +225,8 @@ def evaluate_blocks(q, g, rel, distance, metrics, q_old=None, g_new=None, segmen
     bs = block_size or block_rows(m, n, 48 + 8 * (g_new is not None))
     gn_old = (g*g).sum(1) if distance == 'l2' else None
     gn_new = (g_new*g_new).sum(1) if (distance == 'l2' and g_new is not None) else None
-    vals = {name: (kind, k, torch.zeros(m, n_fractions, dtype=torch.float64, device=q.device)) for name, kind, k in metrics}
+    vals = {name: (kind, k, torch.zeros(m, n_fractions, dtype=torch.float64, device=q.device))
+            for name, kind, k in metrics}
     npos_all = torch.zeros(m, dtype=torch.long, device=q.device)
     for s in progress(range(0, m, bs), desc=desc, total=math.ceil(m / bs)):
         e = min(s + bs, m)
@@ -234,17 +243,20 @@ def evaluate_blocks(q, g, rel, distance, metrics, q_old=None, g_new=None, segmen
 def retrieval_metrics(query, gallery, query_labels=None, gallery_labels=None, metrics=('top1', 'top5', 'mAP'),
                       distance: str = 'l2', query_is_gallery: bool = True, relevance=None, block_size=None,
                       per_query: bool = False):
-    """$M(\\phi_q(\\mathcal{Q}), \\phi_g(\\mathcal{G}))$ in percent for each metric name, plus `n_queries` and `n_skipped`
-    (queries with nothing relevant in the gallery). With `per_query=True`, a DataFrame of per-query values (NaN = skipped)."""
+    """$M(\\phi_q(\\mathcal{Q}), \\phi_g(\\mathcal{G}))$ in percent for each metric name, plus `n_queries` and
+    `n_skipped` (queries with nothing relevant in the gallery). With `per_query=True`, a DataFrame of per-query
+    values (NaN = skipped)."""
     parsed = parse_metrics(metrics)
     for name, kind, _ in parsed:
         if kind in ('NFR', 'pos_flips', 'neg_flips'):
-            raise ValueError(f"{name} compares two galleries: use compat's `nfr`/`flips` on `retrieval_hits`, or backfill_curve")
+            raise ValueError(f"{name} compares two galleries: use compat's `nfr`/`flips` on `retrieval_hits`, or "
+                             "backfill_curve")
     q, g, rel = _setup(query, gallery, query_labels, gallery_labels, distance, query_is_gallery, relevance)
     vals, valid = evaluate_blocks(q, g, rel, distance, parsed, block_size=block_size)
     if per_query:
         import pandas as pd
-        return pd.DataFrame({name: np.where(valid.cpu().numpy(), 100 * v[:, 0].cpu().numpy(), np.nan) for name, (kind, k, v) in vals.items()})
+        return pd.DataFrame({name: np.where(valid.cpu().numpy(), 100 * v[:, 0].cpu().numpy(), np.nan)
+                             for name, (kind, k, v) in vals.items()})
     out = {name: float(v[0]) for name, v in _aggregate(vals, valid).items()}
     out.update(n_queries=len(q), n_skipped=int((~valid).sum()))
     return out
@@ -257,7 +269,8 @@ def retrieval_hits(query, gallery, query_labels=None, gallery_labels=None, k: in
     return ((vals[f'top{k}'][2][:, 0] > 0.5) & valid).cpu().numpy()
 
 # %% ../nbs/10_metrics.ipynb #60b0f21c
-def brute_force_metrics(query, gallery, query_labels, gallery_labels, distance='l2', query_is_gallery=True, ks=(1, 5), map_k=(100,)):
+def brute_force_metrics(query, gallery, query_labels, gallery_labels, distance='l2', query_is_gallery=True, ks=(1, 5),
+                        map_k=(100,)):
     "Reference implementation (slow, for tests): full ranking per query, sklearn AP, pessimistic CMC, GLDv2 AP@k."
     from scipy.spatial.distance import cdist
     from sklearn.metrics import average_precision_score
@@ -311,12 +324,14 @@ def flips(reference_hits, hits) -> tuple[int, int]:
 # %% ../nbs/10_metrics.ipynb #cf00ba7f
 def template_features(features, template_ids, normalize_images: bool = False, media_ids=None):
     r"""IJB-C template pooling: (sorted template ids, unit-length template features $\phi(t)$ (T, d)).
-    $\phi(t) = \bar\phi_t/\lVert\bar\phi_t\rVert$, $\bar\phi_t$ the mean of the features $\phi(x)$ of the template's images
-    (`features` (n, d), one `template_ids` entry per row). This is the usual IJB-C pooling; BCT does not state its pooling.
+    $\phi(t) = \bar\phi_t/\lVert\bar\phi_t\rVert$, $\bar\phi_t$ the mean of the features $\phi(x)$ of the template's
+    images (`features` (n, d), one `template_ids` entry per row). This is the usual IJB-C pooling; BCT does not state
+    its pooling.
     `normalize_images=True` $\ell_2$-normalises each image feature before the mean.
 
     `media_ids` (one per image; None: every image is its own media) pools per media first, as the NIST protocol and
-    insightface's IJB-C evaluation do (`image2template_feature` in recognition/_evaluation_/ijb/ijb_11.py and ijb_1n.py):
+    insightface's IJB-C evaluation do (`image2template_feature` in recognition/_evaluation_/ijb/ijb_11.py and
+    ijb_1n.py):
     the images of one media of a template (the frames of one video; a still image alone) are averaged into a media
     feature, the template's media features are summed, and the sum is $\ell_2$-normalised, so a video weighs as much as
     one still image however many frames it has (summing or averaging the media gives the same unit vector). With one
@@ -336,14 +351,18 @@ def template_features(features, template_ids, normalize_images: bool = False, me
         check_labels(med, len(x), 'media_ids', 'features')
         # one group per (template, media): a media shared by two templates is pooled in each of them separately
         code = pd.factorize(pd.Series(med, dtype=object))[0]
-        if (code < 0).any(): raise ValueError(f"media_ids hold {int((code < 0).sum())} missing values: give every image a media id")
-        _, first, grp = np.unique(inv.astype(np.int64) * (int(code.max()) + 1) + code, return_index=True, return_inverse=True)
-        if len(first) < len(x):           # some media hold several images (else: every image its own media, the plain mean)
+        if (code < 0).any():
+            raise ValueError(f"media_ids hold {int((code < 0).sum())} missing values: give every image a media id")
+        _, first, grp = np.unique(inv.astype(np.int64) * (int(code.max()) + 1) + code, return_index=True,
+                                  return_inverse=True)
+        if len(first) < len(x):           # some media hold several images (else: every image its own media, the plain
+                                          # mean)
             g_t = torch.as_tensor(grp.ravel(), device=x.device)
             m = torch.zeros(len(first), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, g_t, x)
             m /= torch.bincount(g_t, minlength=len(first))[:, None].to(x.dtype)          # the mean of each media
             out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(
-                0, torch.as_tensor(inv.ravel()[first], device=x.device), m)                # the sum of a template's media
+                # the sum of a template's media
+                0, torch.as_tensor(inv.ravel()[first], device=x.device), m)
             return uniq, prepare_features(out, 'cosine', 'template features (the sum of a template\'s media is zero)')
     inv_t = torch.as_tensor(inv, device=x.device)
     out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, inv_t, x)
@@ -351,7 +370,8 @@ def template_features(features, template_ids, normalize_images: bool = False, me
     return uniq, prepare_features(out, 'cosine', 'template features (the mean of a template is zero)')
 
 def template_labels(template_ids, labels):
-    "(sorted template ids, identity label of each template) from per-image `template_ids` and `labels`; a template must hold one identity."
+    """(sorted template ids, identity label of each template) from per-image `template_ids` and `labels`; a template
+    must hold one identity."""
     ids = np.asarray(template_ids.cpu() if isinstance(template_ids, torch.Tensor) else template_ids)
     lab = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
     if ids.ndim != 1 or lab.shape != ids.shape:
@@ -359,8 +379,9 @@ def template_labels(template_ids, labels):
     uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
     out = lab[first]
     bad = np.nonzero(out[inv] != lab)[0]
-    if len(bad): raise ValueError(f"templates {np.unique(ids[bad])[:5].tolist()} hold images of more than one identity; "
-                                  "a template is one person's images (BCT sec. 3.1): fix the template ids")
+    if len(bad):
+        raise ValueError(f"templates {np.unique(ids[bad])[:5].tolist()} hold images of more than one identity; "
+                         "a template is one person's images (BCT sec. 3.1): fix the template ids")
     return uniq, out
 
 def _template_rows(ids, wanted, what: str) -> np.ndarray:
@@ -368,21 +389,24 @@ def _template_rows(ids, wanted, what: str) -> np.ndarray:
     w = np.asarray(wanted.cpu() if isinstance(wanted, torch.Tensor) else wanted)
     rows = pd.Index(np.asarray(ids)).get_indexer(w.ravel())
     if (rows < 0).any():
-        raise ValueError(f"{what} names template ids {w.ravel()[rows < 0][:5].tolist()} that are not among the templates "
-                         f"({len(ids)} of them): pool the features of every template the pairs use with template_features")
+        raise ValueError(f"{what} names template ids {w.ravel()[rows < 0][:5].tolist()} that are not among the "
+                         f"templates ({len(ids)} of them): pool the features of every template the pairs use with "
+                         "template_features")
     return rows.reshape(w.shape)
 
 def tar_far_points(scores, is_genuine, far: float | Sequence[float] = (1e-4,)) -> list[dict]:
     r"""Each FAR's operating point of a verification ROC (accept when score $\ge \theta$): TAR (percent), the threshold
-    $\theta$ (the lowest observed score whose FAR is $\le$ `far`; inf when none), the false accepts at $\theta$ and the numbers
-    of impostor and genuine pairs."""
+    $\theta$ (the lowest observed score whose FAR is $\le$ `far`; inf when none), the false accepts at $\theta$ and
+    the numbers of impostor and genuine pairs."""
     s = np.asarray(scores, dtype=np.float64); y = np.asarray(is_genuine)
-    if s.shape != y.shape or s.ndim != 1: raise ValueError(f"scores {s.shape} and is_genuine {y.shape} must be 1-d of equal length")
+    if s.shape != y.shape or s.ndim != 1:
+        raise ValueError(f"scores {s.shape} and is_genuine {y.shape} must be 1-d of equal length")
     if y.dtype != bool:
         if not (np.issubdtype(y.dtype, np.number) and np.isin(y, (0, 1)).all()):
             raise TypeError(f"is_genuine must be boolean flags (True for a genuine pair), got dtype {y.dtype}")
         y = y.astype(bool)
-    if not np.isfinite(s).all(): raise ValueError(f"scores hold {int((~np.isfinite(s)).sum())} NaN or infinite values: the features are broken")
+    if not np.isfinite(s).all():
+        raise ValueError(f"scores hold {int((~np.isfinite(s)).sum())} NaN or infinite values: the features are broken")
     if not y.any() or y.all(): raise ValueError("need both genuine and impostor pairs to measure TAR@FAR")
     fars = [far] if np.isscalar(far) else list(far)
     if not all(0 <= f <= 1 for f in fars): raise ValueError(f"far must lie in [0, 1], got {fars}")
@@ -394,53 +418,65 @@ def tar_far_points(scores, is_genuine, far: float | Sequence[float] = (1e-4,)) -
     for f in fars:
         ok = np.nonzero(fa <= f*ni + 1e-9)[0]                    # FAR is non-decreasing down the ranking
         i = ok[-1] if len(ok) else None
-        out.append(dict(far=f, TAR=100*ta[i]/ng if i is not None else 0.0, threshold=float(s[last[i]]) if i is not None else np.inf,
+        out.append(dict(far=f, TAR=100*ta[i]/ng if i is not None else 0.0,
+                        threshold=float(s[last[i]]) if i is not None else np.inf,
                         false_accepts=int(fa[i]) if i is not None else 0, n_impostor=ni, n_genuine=ng))
     return out
 
 def tar_at_far(scores, is_genuine, far: float | Sequence[float] = 1e-4):
-    "True acceptance rate (percent) at false acceptance rate <= `far` (accept when score >= threshold); a list for several FARs."
+    """True acceptance rate (percent) at false acceptance rate <= `far` (accept when score >= threshold); a list for
+    several FARs."""
     tar = [p['TAR'] for p in tar_far_points(scores, is_genuine, far)]
     return tar[0] if np.isscalar(far) else tar
 
 def verification_scores(feat_a, feat_b) -> np.ndarray:
     "Cosine similarity of row i of `feat_a` with row i of `feat_b` (template pairs)."
-    a = prepare_features(as_features(feat_a, 'feat_a'), 'cosine', 'feat_a'); b = prepare_features(as_features(feat_b, 'feat_b', a.device), 'cosine', 'feat_b')
+    a = prepare_features(as_features(feat_a, 'feat_a'), 'cosine', 'feat_a')
+    b = prepare_features(as_features(feat_b, 'feat_b', a.device), 'cosine', 'feat_b')
     if a.shape != b.shape: raise ValueError(f"feat_a {tuple(a.shape)} and feat_b {tuple(b.shape)} must pair row by row")
     return (a * b.to(a.dtype)).sum(1).cpu().numpy()
 
 def pair_verification(first, second, pairs, is_genuine, far=(1e-4,)) -> dict:
-    r"""IJB-C 1:1 verification with one model per side of a pair (BCT sec. 3.3, eq. 2's $M(\phi_{new}, \phi_{old})$): the score of
-    pair $(a, b)$ is $\cos(\phi_1(a), \phi_2(b))$. `first`, `second`: `(template ids, template features)` of the models applied
-    to the first and to the second template (from `template_features`; the same tuple twice for a single model).
-    `pairs`: (P, 2) template ids $(a, b)$; `is_genuine`: (P,) booleans. Returns `TAR@FAR=f` (percent), `false_accepts@FAR=f`
-    and `threshold@FAR=f` per `far`, and `n_impostor`, `n_genuine`: a point with fewer than 10 false accepts is not resolved."""
+    r"""IJB-C 1:1 verification with one model per side of a pair (BCT sec. 3.3, eq. 2's $M(\phi_{new}, \phi_{old})$):
+    the score of pair $(a, b)$ is $\cos(\phi_1(a), \phi_2(b))$. `first`, `second`: `(template ids, template features)`
+    of the models applied to the first and to the second template (from `template_features`; the same tuple twice for a
+    single model).
+    `pairs`: (P, 2) template ids $(a, b)$; `is_genuine`: (P,) booleans. Returns `TAR@FAR=f` (percent),
+    `false_accepts@FAR=f` and `threshold@FAR=f` per `far`, and `n_impostor`, `n_genuine`: a point with fewer than 10
+    false accepts is not resolved."""
     (ia, Fa), (ib, Fb) = first, second
     Fa, Fb = as_features(Fa, 'first template features'), as_features(Fb, 'second template features')
     if Fa.shape[1] != Fb.shape[1]:
-        raise ValueError(f"the first model's templates have dimension {Fa.shape[1]} and the second's {Fb.shape[1]}: a cross-model "
-                         "score needs one space (for BCT's longer new embedding pass its first d_old entries, BCT sec. 3.6)")
+        raise ValueError(f"the first model's templates have dimension {Fa.shape[1]} and the second's {Fb.shape[1]}: a "
+                         "cross-model score needs one space (for BCT's longer new embedding pass its first d_old "
+                         "entries, BCT sec. 3.6)")
     for nm, (i_, F_) in (('first', (ia, Fa)), ('second', (ib, Fb))):
-        if len(np.asarray(i_)) != len(F_): raise ValueError(f"{nm}: {len(np.asarray(i_))} template ids for {len(F_)} template features")
+        if len(np.asarray(i_)) != len(F_):
+            raise ValueError(f"{nm}: {len(np.asarray(i_))} template ids for {len(F_)} template features")
     pr = np.asarray(pairs.cpu() if isinstance(pairs, torch.Tensor) else pairs)
-    if pr.ndim != 2 or pr.shape[1] != 2: raise ValueError(f"pairs must be (P, 2) template ids (first, second), got shape {pr.shape}")
+    if pr.ndim != 2 or pr.shape[1] != 2:
+        raise ValueError(f"pairs must be (P, 2) template ids (first, second), got shape {pr.shape}")
     g = np.asarray(is_genuine.cpu() if isinstance(is_genuine, torch.Tensor) else is_genuine)
-    if g.shape != (len(pr),): raise ValueError(f"is_genuine has shape {g.shape} for {len(pr)} pairs: give one flag per pair")
+    if g.shape != (len(pr),):
+        raise ValueError(f"is_genuine has shape {g.shape} for {len(pr)} pairs: give one flag per pair")
     ra, rb = _template_rows(ia, pr[:, 0], 'pairs[:, 0]'), _template_rows(ib, pr[:, 1], 'pairs[:, 1]')
     sc = verification_scores(Fa[torch.as_tensor(ra, device=Fa.device)], Fb[torch.as_tensor(rb, device=Fb.device)])
     out = {}
     for p in tar_far_points(sc, g, far):
         f = p['far']
-        out[f'TAR@FAR={f:g}'], out[f'false_accepts@FAR={f:g}'], out[f'threshold@FAR={f:g}'] = p['TAR'], p['false_accepts'], p['threshold']
+        (out[f'TAR@FAR={f:g}'], out[f'false_accepts@FAR={f:g}'],
+         out[f'threshold@FAR={f:g}']) = p['TAR'], p['false_accepts'], p['threshold']
     out.update(n_impostor=p['n_impostor'], n_genuine=p['n_genuine'])
     return out
 
 def tpir_at_fpir(probe, probe_ids, gallery, gallery_ids, fpir=(1e-2,), ranks=(1, 5)) -> dict:
-    """1:N open-set search (cosine) of one gallery: TPIR (percent) at each FPIR, the rank-k identification rates of mated
-    probes, the false alarms at each FPIR's threshold, and the numbers of mated and non-mated probes.
+    """1:N open-set search (cosine) of one gallery: TPIR (percent) at each FPIR, the rank-k identification rates of
+    mated probes, the false alarms at each FPIR's threshold, and the numbers of mated and non-mated probes.
     A probe is mated when its identity (`probe_ids`) is among `gallery_ids`."""
-    p = prepare_features(as_features(probe, 'probe'), 'cosine', 'probe'); g = prepare_features(as_features(gallery, 'gallery', p.device), 'cosine', 'gallery').to(p.dtype)
-    if p.shape[1] != g.shape[1]: raise ValueError(f"probe has dimension {p.shape[1]} but gallery has {g.shape[1]}: both must be in one space")
+    p = prepare_features(as_features(probe, 'probe'), 'cosine', 'probe')
+    g = prepare_features(as_features(gallery, 'gallery', p.device), 'cosine', 'gallery').to(p.dtype)
+    if p.shape[1] != g.shape[1]:
+        raise ValueError(f"probe has dimension {p.shape[1]} but gallery has {g.shape[1]}: both must be in one space")
     pid = np.asarray(probe_ids.cpu() if isinstance(probe_ids, torch.Tensor) else probe_ids)
     gid = np.asarray(gallery_ids.cpu() if isinstance(gallery_ids, torch.Tensor) else gallery_ids)
     check_labels(pid, len(p), 'probe_ids', 'probe'); check_labels(gid, len(g), 'gallery_ids', 'gallery')
@@ -464,25 +500,31 @@ def tpir_at_fpir(probe, probe_ids, gallery, gallery_ids, fpir=(1e-2,), ranks=(1,
     out.update(n_mated=int(mated.sum()), n_nonmated=int((~mated).sum()))
     return out
 
-def open_set_search(probe, probe_labels, gallery, gallery_labels, gallery_parts=None, fpir=(1e-2,), ranks=(1, 5)) -> dict:
-    r"""IJB-C 1:N open-set search over disjoint galleries (G1, G2): every probe template searches each part, and a probe whose
-    identity is not in that part is non-mated there. `probe` $\phi_q(\mathcal{Q})$ (m, d) and `gallery` $\phi_g(\mathcal{G})$ (n, d)
-    are template features; different models give BCT's cross-model test ($\phi_q = \phi_{new}$, $\phi_g = \phi_{old}$, sec. 3.3),
-    a partly backfilled gallery its partial-backfill point (App. B). `gallery_parts` (n,): the part of each gallery template
-    (e.g. 'G1', 'G2'); None: one gallery. Returns `<part>/<metric>` for each part (metrics of `tpir_at_fpir`) and the mean of
-    the rates over the parts under the bare metric names."""
+def open_set_search(probe, probe_labels, gallery, gallery_labels, gallery_parts=None, fpir=(1e-2,),
+                    ranks=(1, 5)) -> dict:
+    r"""IJB-C 1:N open-set search over disjoint galleries (G1, G2): every probe template searches each part, and a
+    probe whose identity is not in that part is non-mated there. `probe` $\phi_q(\mathcal{Q})$ (m, d) and `gallery`
+    $\phi_g(\mathcal{G})$ (n, d) are template features; different models give BCT's cross-model test
+    ($\phi_q = \phi_{new}$, $\phi_g = \phi_{old}$, sec. 3.3), a partly backfilled gallery its partial-backfill point
+    (App. B). `gallery_parts` (n,): the part of each gallery template (e.g. 'G1', 'G2'); None: one gallery. Returns
+    `<part>/<metric>` for each part (metrics of `tpir_at_fpir`) and the mean of the rates over the parts under the
+    bare metric names."""
     pl = np.asarray(probe_labels.cpu() if isinstance(probe_labels, torch.Tensor) else probe_labels)
     gl = np.asarray(gallery_labels.cpu() if isinstance(gallery_labels, torch.Tensor) else gallery_labels)
     g = as_features(gallery, 'gallery')
     check_labels(gl, len(g), 'gallery_labels', 'gallery')
     parts = np.zeros(len(gl), dtype=np.int64) if gallery_parts is None else np.asarray(gallery_parts)
-    if parts.shape != gl.shape: raise ValueError(f"gallery_parts has shape {parts.shape} for {len(gl)} gallery templates: give one part name per template")
+    if parts.shape != gl.shape:
+        raise ValueError(f"gallery_parts has shape {parts.shape} for {len(gl)} gallery templates: give one part name "
+                         "per template")
     names = list(dict.fromkeys(parts.tolist()))
     seen = {}
     for nm_ in names:
         for c in np.unique(gl[parts == nm_]).tolist():
-            if c in seen: raise ValueError(f"identity {c!r} has templates in gallery parts {seen[c]!r} and {nm_!r}: IJB-C's galleries "
-                                          "G1 and G2 are disjoint in identity; put each identity's gallery templates in one part")
+            if c in seen:
+                raise ValueError(f"identity {c!r} has templates in gallery parts {seen[c]!r} and {nm_!r}: IJB-C's "
+                                 "galleries G1 and G2 are disjoint in identity; put each identity's gallery templates "
+                                 "in one part")
             seen[c] = nm_
     out, per = {}, []
     for nm_ in names:
@@ -546,13 +588,16 @@ def kendall_tau(order_a, order_b) -> float:
 def m_tilde(values) -> float:
     "FastFill eq. 6: the mean of a backfilling curve over its (equally spaced) fractions."
     v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 1 or len(v) == 0 or not np.isfinite(v).all(): raise ValueError("values must be a non-empty 1-d array of finite numbers")
+    if v.ndim != 1 or len(v) == 0 or not np.isfinite(v).all():
+        raise ValueError("values must be a non-empty 1-d array of finite numbers")
     return float(v.mean())
 
 def auc(values, fractions) -> float:
     "RM Sec. 3.2: $\\int_0^1 M_t dt$ by the trapezoid rule over `fractions` (which must span [0, 1])."
     v, t = np.asarray(values, dtype=np.float64), np.asarray(fractions, dtype=np.float64)
-    if v.shape != t.shape or v.ndim != 1: raise ValueError(f"values {v.shape} and fractions {t.shape} must be 1-d of equal length")
+    if v.shape != t.shape or v.ndim != 1:
+        raise ValueError(f"values {v.shape} and fractions {t.shape} must be 1-d of equal length")
     o = np.argsort(t); v, t = v[o], t[o]
-    if t[0] != 0 or t[-1] != 1: raise ValueError(f"fractions must include 0 and 1 to integrate over [0, 1], got [{t[0]}, {t[-1]}]")
+    if t[0] != 0 or t[-1] != 1:
+        raise ValueError(f"fractions must include 0 and 1 to integrate over [0, 1], got [{t[0]}, {t[-1]}]")
     return float(((v[1:] + v[:-1]) / 2 * np.diff(t)).sum())

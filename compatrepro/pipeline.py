@@ -34,7 +34,8 @@ def backbone_versions(spec: BackboneSpec) -> dict:
     out = _known(dict.fromkeys(names))
     if spec.compat is not None:   # every term's method, and the one old model they share
         out |= _known(dict.fromkeys(f'compat:{m}' for m in compat_methods(spec))) | backbone_versions(compat_old(spec))
-    if isinstance(spec.pretrained, BackboneSpec): out |= backbone_versions(spec.pretrained)   # the stand-in's pre-training
+    # the stand-in's pre-training
+    if isinstance(spec.pretrained, BackboneSpec): out |= backbone_versions(spec.pretrained)
     return out
 
 def transformation_versions(spec: TransformationSpec) -> dict:
@@ -51,12 +52,15 @@ def cached_backbone(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
     key = backbone_key(spec)
     def make():
         old = get_backbone(compat_old(spec), ctx=ctx) if spec.compat is not None else None
-        pre = get_backbone(spec.pretrained, device='cpu', ctx=ctx) if isinstance(spec.pretrained, BackboneSpec) else None
+        pre = (get_backbone(spec.pretrained, device='cpu', ctx=ctx) if isinstance(spec.pretrained, BackboneSpec)
+               else None)
         ds = get_split(spec.split, 'train', spec.scale, ctx.data_root, seed=spec.data_seed)
-        what = f"{spec.arch} on {spec.split}" + (f" with {'+'.join(compat_methods(spec))}" if spec.compat else '') + f" ({spec.scale}, seed {spec.seed})"
+        what = (f"{spec.arch} on {spec.split}" + (f" with {'+'.join(compat_methods(spec))}" if spec.compat else '')
+                + f" ({spec.scale}, seed {spec.seed})")
         with stage(f'training {what}'):
-            return train_backbone(spec, ds, old, checkpoint=ctx.cache.checkpoint_path('backbone', key), device=ctx.device,
-                                  num_workers=ctx.workers, show_progress=ctx.progress, pretrained=pre)
+            return train_backbone(spec, ds, old, checkpoint=ctx.cache.checkpoint_path('backbone', key),
+                                  device=ctx.device, num_workers=ctx.workers, show_progress=ctx.progress,
+                                  pretrained=pre)
     art = ctx.cache.get_or_make('backbone', key, make, what=f'{spec.arch} on {spec.split}')
     ctx.note(backbone_versions(spec))
     return art
@@ -86,8 +90,8 @@ def training_outcome(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
 # %% ../nbs/08_pipeline.ipynb #1cda3168
 def features_key(spec: BackboneSpec, split: str, part: str, data_seed: int|None = None, view: int|None = None) -> dict:
     """The cache key of the features of backbone `spec` on `split`/`part`; with the split's family version where it has
-    one (`SPLIT_FAMILY_VERSIONS`), so that features of a changed layout (other query or gallery images) are never reused,
-    and the augmented `view` where one is asked for."""
+    one (`SPLIT_FAMILY_VERSIONS`), so that features of a changed layout (other query or gallery images) are never
+    reused, and the augmented `view` where one is asked for."""
     key = {'model': backbone_key(spec), 'split': split, 'part': part,
            'data_seed': spec.data_seed if data_seed is None else int(data_seed)}
     if v := split_versions(split): key['layout'] = v
@@ -97,19 +101,24 @@ def features_key(spec: BackboneSpec, split: str, part: str, data_seed: int|None 
 def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: bool = False, data_seed: int|None = None,
                  dataset=None, batch_size: int = 512, view: int|None = None, ctx: RunContext|None = None) -> dict:
     """`{'features', 'labels'[, 'logits']}` of the backbone of `spec` on `split`/`part` (at `spec.scale`, data seed
-    `spec.data_seed` unless given), from the cache or extracted now. `dataset` replaces `get_split` (it must be that split).
+    `spec.data_seed` unless given), from the cache or extracted now. `dataset` replaces `get_split` (it must be that
+    split).
     The images are read at the size the model reads (`model_input`, `07_train`).
     `view=k`: of the stand-in's augmented view $k$ of each image (see above) instead of the plain images."""
     ctx = ctx or current_context()
     key = features_key(spec, split, part, data_seed, view)
     def make():
         model = get_backbone(spec, ctx=ctx)
-        ds = model_input(dataset if dataset is not None else get_split(split, part, spec.scale, ctx.data_root, seed=key['data_seed']), spec)
+        ds = model_input(dataset if dataset is not None
+                         else get_split(split, part, spec.scale, ctx.data_root, seed=key['data_seed']), spec)
         aug = {} if view is None else dict(augment=True, seed=int(view))
-        with stage(f'features of {spec.arch} ({spec.split}) on {split}/{part}' + ('' if view is None else f', view {view}')):
-            return extract_features(model, ds, batch_size, ctx.device, num_workers=ctx.workers, show_progress=ctx.progress, **aug)
+        with stage(f'features of {spec.arch} ({spec.split}) on {split}/{part}'
+                   + ('' if view is None else f', view {view}')):
+            return extract_features(model, ds, batch_size, ctx.device, num_workers=ctx.workers,
+                                    show_progress=ctx.progress, **aug)
     out = ctx.cache.get_or_make('features', key, make, what=f'features of {spec.arch} ({spec.split}) on {split}/{part}')
-    ctx.note(backbone_versions(spec) | _known(split_versions(split)))   # the evaluated split's family layout (e.g. IJB-C)
+    ctx.note(backbone_versions(spec) | _known(split_versions(split)))   # the evaluated split's family layout (e.g.
+                                                                        # IJB-C)
     if logits:
         head = get_backbone(spec, device='cpu', ctx=ctx).head
         with torch.no_grad(): out['logits'] = torch.cat([head(f) for f in out['features'].split(4096)])
@@ -122,7 +131,8 @@ def cached_transformation(spec: TransformationSpec, ctx: RunContext|None = None)
     key = transformation_key(spec)
     def make():
         split = spec.split or spec.new.split
-        what = f'the {spec.objective} transformation {spec.old.split} -> {spec.new.split} ({spec.new.scale}, seed {spec.seed})'
+        what = (f'the {spec.objective} transformation {spec.old.split} -> {spec.new.split} ({spec.new.scale}, seed '
+                f'{spec.seed})')
         ckpt = ctx.cache.checkpoint_path('transformation', key)
         if spec.new.scale not in STANDIN_SCALES:   # augmented training images: both models on the same view, every step
             old, new = get_backbone(spec.old, ctx=ctx), get_backbone(spec.new, ctx=ctx)

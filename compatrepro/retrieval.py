@@ -22,7 +22,9 @@ def as_features(x, name: str = 'features', device=None) -> torch.Tensor:
     if isinstance(x, torch.Tensor): t = x.detach()
     else:
         try: t = torch.from_numpy(np.ascontiguousarray(np.asarray(x)))
-        except TypeError: raise TypeError(f"{name} must be a numpy array or torch tensor of numbers, got {type(x).__name__}") from None
+        except TypeError:
+            raise TypeError(f"{name} must be a numpy array or torch tensor of numbers, got "
+                            f"{type(x).__name__}") from None
     if device is not None: t = t.to(device)
     if t.ndim != 2:
         raise ValueError(f"{name} must be a 2-d matrix (items x feature dimension), got shape {tuple(t.shape)}; "
@@ -64,22 +66,24 @@ DISTANCES = ('l2', 'cosine')
 
 def check_distance(distance: str) -> str:
     if distance not in DISTANCES:
-        raise ValueError(f"distance={distance!r} is not one of {DISTANCES}: FastFill uses 'l2', RACT and RM use 'cosine'")
+        raise ValueError(f"distance={distance!r} is not one of {DISTANCES}: FastFill uses 'l2', RACT and RM use "
+                         "'cosine'")
     return distance
 
 def normalize_rows(x: torch.Tensor, name: str = 'features') -> torch.Tensor:
     "Rows of `x` divided by their $l_2$ norm; refuses zero rows (cosine is undefined for them)."
     nrm = x.norm(dim=1, keepdim=True)
     if (nrm == 0).any():
-        raise ValueError(f"{name} has {int((nrm == 0).sum())} all-zero rows: the cosine distance is undefined for them; "
-                         "use distance='l2' or drop those items")
+        raise ValueError(f"{name} has {int((nrm == 0).sum())} all-zero rows: the cosine distance is undefined for "
+                         "them; use distance='l2' or drop those items")
     return x / nrm
 
 def prepare_features(x: torch.Tensor, distance: str, name: str = 'features') -> torch.Tensor:
     "What the distance works on: $l_2$-normalized rows for cosine, the rows themselves for $l_2$."
     return normalize_rows(x, name) if check_distance(distance) == 'cosine' else x
 
-def ranking_distance(q: torch.Tensor, g: torch.Tensor, distance: str, g_sqnorm: torch.Tensor | None = None) -> torch.Tensor:
+def ranking_distance(q: torch.Tensor, g: torch.Tensor, distance: str,
+                     g_sqnorm: torch.Tensor | None = None) -> torch.Tensor:
     """The (m, n) ranking key between prepared features: squared $l_2$ or $1-\\cos$.
     Rows must already be prepared with `prepare_features` (normalized for cosine)."""
     if distance == 'cosine': return torch.addmm(torch.ones((), dtype=q.dtype, device=q.device), q, g.T, alpha=-1)
@@ -143,11 +147,15 @@ def knn(query, gallery, k: int = 5, distance: str = 'l2', exclude_self: bool = F
     g = g.to(q.device)
     if q.shape[1] != g.shape[1]: raise ValueError(f"query has dimension {q.shape[1]} but gallery has {g.shape[1]}")
     if exclude_self and len(q) != len(g):
-        raise ValueError(f"exclude_self=True needs the query set to be the gallery set, but they have {len(q)} and {len(g)} rows")
+        raise ValueError(f"exclude_self=True needs the query set to be the gallery set, but they have {len(q)} and "
+                         f"{len(g)} rows")
     n_avail = len(g) - int(exclude_self)
-    if not 1 <= k <= n_avail: raise ValueError(f"k={k} must be between 1 and {n_avail} (the gallery size{' minus the query' if exclude_self else ''})")
+    if not 1 <= k <= n_avail:
+        raise ValueError(f"k={k} must be between 1 and {n_avail} (the gallery "
+                         f"size{' minus the query' if exclude_self else ''})")
     check_distance(distance)
-    if backend == 'auto': backend = 'torch' if q.is_cuda or importlib.util.find_spec('faiss') is None else 'faiss'   # faiss is optional on a GPU machine
+    # faiss is optional on a GPU machine
+    if backend == 'auto': backend = 'torch' if q.is_cuda or importlib.util.find_spec('faiss') is None else 'faiss'
     if backend not in ('torch', 'faiss'): raise ValueError(f"backend={backend!r} is not 'auto', 'torch' or 'faiss'")
     q, g = prepare_features(q, distance, 'query'), prepare_features(g, distance, 'gallery')
     if backend == 'faiss':

@@ -19,8 +19,8 @@ from .manifests import IMAGENET_MEAN, IMAGENET_STD
 from . import losses as L
 from .models import EmbeddingModel, ClassifierHead, to_device, autocast, make_transformation, transformation_artifact
 from .features import extract_features
-from .specs import (CODE_VERSION, RACT_CONTRASTS, BackboneSpec, CompatSpec, TransformationSpec, compat_methods, compat_old,
-                               compat_terms, input_size)
+from .specs import (CODE_VERSION, RACT_CONTRASTS, BackboneSpec, CompatSpec, TransformationSpec, compat_methods,
+                               compat_old, compat_terms, input_size)
 from .loaders import _epoch_generator, epoch_rows, iter_batches
 
 # %% auto #0
@@ -40,9 +40,9 @@ def lr_factor(step: int, steps_per_epoch: int, epochs: int, schedule: str = 'cos
 
 # %% ../nbs/07_train.ipynb #b02d2ffe
 def ract_keys(phi_new: torch.Tensor, phi_old: torch.Tensor, labels: torch.Tensor):
-    r"""The batch $\mathcal{B}$ whose other-class samples are the negatives of RACT's eqs. 5-6 and 13-15: None (this batch)
-    in one process; under data parallelism, $(\phi_{new}, \phi_{old}, y)$ of the global batch gathered from every process,
-    this process's rows keeping their gradient (OpenCompatible's `gather_all`, see the note above)."""
+    r"""The batch $\mathcal{B}$ whose other-class samples are the negatives of RACT's eqs. 5-6 and 13-15: None (this
+    batch) in one process; under data parallelism, $(\phi_{new}, \phi_{old}, y)$ of the global batch gathered from
+    every process, this process's rows keeping their gradient (OpenCompatible's `gather_all`, see the note above)."""
     import torch.distributed as dist
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1: return None
     w, r = dist.get_world_size(), dist.get_rank()
@@ -72,7 +72,8 @@ class CompatTerm:
                  device='cpu', feature_fn=None, per_class: int|None = None):
         self.spec, self.method = cspec, cspec.method
         if cspec.positive == 'intra-class' and not (per_class or 0) >= 2:
-            raise ValueError("positive='intra-class' needs the pre-sampler's class-balanced batches: pass per_class >= 2")
+            raise ValueError("positive='intra-class' needs the pre-sampler's class-balanced batches: pass per_class >= "
+                             "2")
         self.per_class = per_class
         self.old = old.to(device).eval()
         for p in self.old.parameters(): p.requires_grad_(False)
@@ -85,10 +86,14 @@ class CompatTerm:
             pass  # dimensions are checked by the loss functions
         if self.method == 'lwf':
             missing = set(self.ids.tolist()) - set(torch.as_tensor(new_class_ids).tolist())
-            if missing: raise ValueError(f"lwf needs the new head to cover the old classes; {len(missing)} old classes are missing")
-            self.lwf_cols = torch.as_tensor([list(torch.as_tensor(new_class_ids).tolist()).index(c) for c in self.ids.tolist()], device=device)
+            if missing:
+                raise ValueError(f"lwf needs the new head to cover the old classes; {len(missing)} old classes are "
+                                 "missing")
+            self.lwf_cols = torch.as_tensor([list(torch.as_tensor(new_class_ids).tolist()).index(c)
+                                             for c in self.ids.tolist()], device=device)
         if self.method == 'bct-syn':
-            if train_ds is None: raise ValueError("bct-syn needs the training set to synthesize the new classes' weights")
+            if train_ds is None:
+                raise ValueError("bct-syn needs the training set to synthesize the new classes' weights")
             feature_fn = feature_fn or (lambda m, d: _train_features(m, d, device))
             new = sorted(set(int(c) for c in train_ds.classes) - set(self.ids.tolist()))
             if new:
@@ -99,7 +104,8 @@ class CompatTerm:
                 self.W = torch.cat([self.W, Wn])
                 self.ids = torch.cat([self.ids, torch.as_tensor(new, device=self.ids.device)])
                 if self.b is not None: self.b = torch.cat([self.b, self.b.mean().expand(len(new))])
-        self.syn_head = ClassifierHead(self.W.shape[1], self.ids.cpu(), 'linear').to(device)  # only for its label -> row map
+        # only for its label -> row map
+        self.syn_head = ClassifierHead(self.W.shape[1], self.ids.cpu(), 'linear').to(device)
 
     def rows(self, labels: torch.Tensor) -> torch.Tensor:
         "Row of each global label in the (possibly extended) old classifier, -1 for classes it lacks."
@@ -111,7 +117,8 @@ class CompatTerm:
         return self.old(x).float()
 
     def __call__(self, x: torch.Tensor, labels: torch.Tensor, phi_new: torch.Tensor, new_head=None) -> torch.Tensor:
-        r"$\mathcal{L}_{compat}$ on a batch: `x` images, `labels` global ids, `phi_new` $=\phi_{new}(x)$ (with grad), `new_head` the new classifier."
+        r"""$\mathcal{L}_{compat}$ on a batch: `x` images, `labels` global ids, `phi_new` $=\phi_{new}(x)$ (with
+        grad), `new_head` the new classifier."""
         m, phi_new = self.method, phi_new.float()
         phi_old = self.old_features(x) if self.needs_phi_old else None
         rows = self.rows(labels); known = rows >= 0
@@ -126,7 +133,8 @@ class CompatTerm:
             r = torch.where(known, rows, torch.full_like(rows, self.W.shape[0]))
             return L.bct_kd_influence_loss(phi_new, phi_old, self.W, r, self.b, **self.kw)
         if m == 'l2': return masked(L.l2_regression_loss, known, phi_new, phi_old)
-        if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores phi_new, every sample
+        if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores
+                                           # phi_new, every sample
             return L.lwf_loss(self.old.head(phi_new), self.old.head(phi_old), T=self.T)
         if m == 'lwf':
             if new_head is None: raise ValueError("lwf needs the new head")
@@ -134,31 +142,39 @@ class CompatTerm:
             z_old = self.old.head(phi_old)
             return masked(lambda a, b: L.lwf_loss(a, b, T=self.T), ~known, z_new, z_old)
         if m in RACT_CONTRASTS:
-            c = dict(positive=presampled_partners(labels, self.per_class) if self.spec.positive == 'intra-class' else None,
+            c = dict(positive=presampled_partners(labels, self.per_class) if self.spec.positive == 'intra-class'
+                              else None,
                      keys=ract_keys(phi_new, phi_old, labels))
             if m == 'comp': return L.comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, **c)
-            if m == 'ra-comp': return L.ra_comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, tau_n2n=self.spec.tau_n2n, **c)
-            if m == 'ra-comp-split': return L.ra_comp_split_loss(phi_new, phi_old, labels, eta=self.spec.eta, tau=self.spec.tau, **c)
+            if m == 'ra-comp':
+                return L.ra_comp_loss(phi_new, phi_old, labels, tau=self.spec.tau, tau_n2n=self.spec.tau_n2n, **c)
+            if m == 'ra-comp-split':
+                return L.ra_comp_split_loss(phi_new, phi_old, labels, eta=self.spec.eta, tau=self.spec.tau, **c)
             if m == 'comp-triplet': return L.comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin, **c)
             return L.ra_comp_triplet_loss(phi_new, phi_old, labels, m=self.spec.margin, **c)
         if m == 'focal':
-            if self.spec.focus == 'new' and new_head is None: raise ValueError("focal with focus='new' needs the new head")
+            if self.spec.focus == 'new' and new_head is None:
+                raise ValueError("focal with focus='new' needs the new head")
             with torch.no_grad():
                 head, phi = (self.old.head, phi_old) if self.spec.focus == 'old' else (new_head, phi_new)
                 focus = head.class_ids.to(labels.device)[head(phi).argmax(1)] == labels
-            return L.focal_distillation_loss(phi_new, phi_old, focus, alpha=self.spec.focal_alpha, beta=self.spec.focal_beta)
+            return L.focal_distillation_loss(phi_new, phi_old, focus, alpha=self.spec.focal_alpha,
+                                             beta=self.spec.focal_beta)
         raise ValueError(f"unknown compat method {m!r}")
 
 class CompatTerms:
-    r"$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ of a backbone's compatibility terms (RACT Figure 18: $\mathcal{L} = \mathcal{L}_{cls} + \lambda_1\mathcal{L}_{bct} + \lambda_2\mathcal{L}_{ra\text{-}comp}$), all computed from one frozen old model."
-    def __init__(self, cspecs, old: EmbeddingModel, new_class_ids: torch.Tensor, train_ds=None, device='cpu', feature_fn=None,
-                 per_class: int|None = None):
+    r"""$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ of a backbone's compatibility terms (RACT Figure 18:
+    $\mathcal{L} = \mathcal{L}_{cls} + \lambda_1\mathcal{L}_{bct} + \lambda_2\mathcal{L}_{ra\text{-}comp}$), all
+    computed from one frozen old model."""
+    def __init__(self, cspecs, old: EmbeddingModel, new_class_ids: torch.Tensor, train_ds=None, device='cpu',
+                 feature_fn=None, per_class: int|None = None):
         cspecs = (cspecs,) if isinstance(cspecs, CompatSpec) else tuple(cspecs)
         if not cspecs: raise ValueError("CompatTerms needs at least one CompatSpec")
         self.terms = [CompatTerm(c, old, new_class_ids, train_ds, device, feature_fn, per_class) for c in cspecs]
 
     def __call__(self, x: torch.Tensor, labels: torch.Tensor, phi_new: torch.Tensor, new_head=None) -> torch.Tensor:
-        r"$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ on a batch (arguments as `CompatTerm`'s); one term gives $\lambda\,\mathcal{L}_{compat}$ exactly as before."
+        r"""$\sum_i \lambda_i\,\mathcal{L}_{compat,i}$ on a batch (arguments as `CompatTerm`'s); one term gives
+        $\lambda\,\mathcal{L}_{compat}$ exactly as before."""
         out = None
         for t in self.terms:
             v = t.spec.weight*t(x, labels, phi_new, new_head)
@@ -175,7 +191,8 @@ class _IdentityBackbone(nn.Module):
 
 # %% ../nbs/07_train.ipynb #f8e6ebc9
 def dist_setup(device: torch.device) -> tuple[int, int, torch.device]:
-    "Join the process group when launched by torchrun (WORLD_SIZE>1 or COMPATREPRO_DDP=1); return (rank, world, device)."
+    """Join the process group when launched by torchrun (WORLD_SIZE>1 or COMPATREPRO_DDP=1); return (rank, world,
+    device)."""
     import torch.distributed as dist
     world = int(os.environ.get('WORLD_SIZE', '1'))
     if world == 1 and os.environ.get('COMPATREPRO_DDP') != '1': return 0, 1, device
@@ -238,9 +255,10 @@ def initial_model(spec: BackboneSpec, ds) -> EmbeddingModel:
     """The untrained `EmbeddingModel` of `spec` for the classes of `ds`, drawn from `init_seed(spec)`, leaving the
     global generator as it was."""
     image_size = _image_size(ds)
-    build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head, spec.head_scale,
-                                   spec.head_margin, spec.normalize, spec.scale, image_size if spec.arch.startswith('vit') else None,
-                                   spec.embedding_relu, spec.embedding, spec.width, spec.pooling, spec.head_bias,
+    build = lambda: EmbeddingModel(spec.arch, spec.emb_dim, tuple(int(c) for c in ds.classes), spec.head,
+                                   spec.head_scale, spec.head_margin, spec.normalize, spec.scale,
+                                   image_size if spec.arch.startswith('vit') else None, spec.embedding_relu,
+                                   spec.embedding, spec.width, spec.pooling, spec.head_bias,
                                    compat_old(spec).emb_dim if spec.to_old == 'linear' else None)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed(spec))
@@ -263,15 +281,18 @@ class _Net(nn.Module):
         return f, (self.m.head(f, labels) if self.proj is None else self.proj(f)), (f if to_old is None else to_old(f))
 
 def simclr_projection(d: int) -> nn.Module:
-    "SimCLR's projection head $g$ (Chen et al. 2020, sec. 2.1): Linear-BN-ReLU-Linear, $d \\to d$; dropped after training."
+    """SimCLR's projection head $g$ (Chen et al. 2020, sec. 2.1): Linear-BN-ReLU-Linear, $d \\to d$; dropped after
+    training."""
     return nn.Sequential(nn.Linear(d, d, bias=False), nn.BatchNorm1d(d), nn.ReLU(inplace=True), nn.Linear(d, d))
 
 def simclr_transform(size: int):
-    "SimCLR's augmentation of an image file at paper scale (crop, flip, colour jitter, grey, blur), torchvision's transforms."
+    """SimCLR's augmentation of an image file at paper scale (crop, flip, colour jitter, grey, blur), torchvision's
+    transforms."""
     T = TV
     return T.Compose([T.RandomResizedCrop(size, scale=(0.08, 1.)), T.RandomHorizontalFlip(),
                       T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(0.2),
-                      T.RandomApply([T.GaussianBlur(2*(size//20) + 1)], p=0.5), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+                      T.RandomApply([T.GaussianBlur(2*(size//20) + 1)], p=0.5), T.ToTensor(),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 def _train_features(model, ds, device):
     "Un-augmented features of a training set (for synthesized classifiers)."
@@ -284,8 +305,9 @@ def load_pretrained(model: EmbeddingModel, source) -> EmbeddingModel:
     state dict, or the path of a torchvision weights file of the same architecture (its `fc` classifier is dropped)."""
     if isinstance(source, (str, Path)):
         p = Path(source)
-        if not p.is_file(): raise FileNotFoundError(f"pre-trained weights {p} do not exist: download torchvision's ImageNet "
-                                                    f"weights of {model.config.arch} (e.g. ResNet50_Weights.IMAGENET1K_V1) to that path")
+        if not p.is_file():
+            raise FileNotFoundError(f"pre-trained weights {p} do not exist: download torchvision's ImageNet weights "
+                                    f"of {model.config.arch} (e.g. ResNet50_Weights.IMAGENET1K_V1) to that path")
         sd = torch.load(p, map_location='cpu', weights_only=True)
         sd = sd.get('state_dict', sd.get('model', sd))
         sd = {k.removeprefix('module.'): v for k, v in sd.items() if not k.removeprefix('module.').startswith('fc.')}
@@ -296,9 +318,10 @@ def load_pretrained(model: EmbeddingModel, source) -> EmbeddingModel:
     missing, extra = sorted(set(want) - set(sd)), sorted(set(sd) - set(want))
     shape = [k for k in set(want) & set(sd) if want[k].shape != sd[k].shape]
     if missing or extra or shape:
-        raise ValueError(f"the pre-trained weights do not fit a {model.config.arch} body: missing {missing[:3]}, unexpected "
-                         f"{extra[:3]}, other shapes {shape[:3]} ({len(missing)}, {len(extra)}, {len(shape)} in all); give weights "
-                         "of the same architecture (and, for a stand-in model, of the same scale)")
+        raise ValueError(f"the pre-trained weights do not fit a {model.config.arch} body: missing {missing[:3]}, "
+                         f"unexpected {extra[:3]}, other shapes {shape[:3]} ({len(missing)}, {len(extra)}, "
+                         f"{len(shape)} in all); give weights of the same architecture (and, for a stand-in model, of "
+                         "the same scale)")
     model.backbone.load_state_dict(sd)
     return model
 
@@ -306,20 +329,25 @@ def train_backbone(spec: BackboneSpec, train_set, old: EmbeddingModel|None = Non
                    device: str = 'auto', num_workers: int|None = None, stop_after: int|None = None,
                    show_progress: bool = True, pretrained=None) -> dict:
     """Train the backbone of `spec` on `train_set` (the split `spec.split`, part 'train') and return its artifact.
-    `old`: the frozen old model of `spec.compat` (required exactly when the spec has a compatibility term; one model for all its terms).
-    `pretrained`: the start of the body when `spec.pretrained` is set (`load_pretrained`'s source; default: `spec.pretrained`
-    itself when it is a path). `checkpoint`: a file to checkpoint every epoch and to resume from. `stop_after=k`: stop
-    after epoch k (tests of resume)."""
+    `old`: the frozen old model of `spec.compat` (required exactly when the spec has a compatibility term; one model for
+    all its terms).
+    `pretrained`: the start of the body when `spec.pretrained` is set (`load_pretrained`'s source; default:
+    `spec.pretrained` itself when it is a path). `checkpoint`: a file to checkpoint every epoch and to resume from.
+    `stop_after=k`: stop after epoch k (tests of resume)."""
     if (spec.compat is None) != (old is None):
         raise ValueError("pass the old model exactly when the spec has a compatibility term "
-                         f"(spec.compat={'+'.join(compat_methods(spec)) or None!r}, old={'given' if old is not None else None})")
-    if spec.pretrained is None and pretrained is not None: raise ValueError("pretrained was given but spec.pretrained is None")
+                         f"(spec.compat={'+'.join(compat_methods(spec)) or None!r}, "
+                         f"old={'given' if old is not None else None})")
+    if spec.pretrained is None and pretrained is not None:
+        raise ValueError("pretrained was given but spec.pretrained is None")
     if spec.pretrained is not None and pretrained is None:
         if not isinstance(spec.pretrained, (str, Path)):
-            raise ValueError("spec.pretrained is a backbone spec: pass its trained model as pretrained= (get_backbone does)")
+            raise ValueError("spec.pretrained is a backbone spec: pass its trained model as pretrained= (get_backbone "
+                             "does)")
         pretrained = spec.pretrained
     t0 = time.time()
-    art = _fit_backbone(spec, train_set, old, checkpoint, get_device(device), num_workers, stop_after, show_progress, pretrained)
+    art = _fit_backbone(spec, train_set, old, checkpoint, get_device(device), num_workers, stop_after, show_progress,
+                        pretrained)
     art['train_seconds'] = time.time() - t0
     return art
 
@@ -340,14 +368,16 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
                                                   find_unused_parameters=simclr)
     opt = _make_optimizer(spec, list(model.parameters()) + ([] if proj is None else list(proj.parameters())))
     steps = len(ds)//spec.batch_size
-    if steps == 0: raise ValueError(f"{spec.split} has {len(ds)} training images, fewer than batch_size={spec.batch_size}")
+    if steps == 0:
+        raise ValueError(f"{spec.split} has {len(ds)} training images, fewer than batch_size={spec.batch_size}")
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, spec.epochs, spec.schedule,
                                                                       spec.warmup_epochs, spec.milestones, spec.gamma))
     use_amp = device.type == 'cuda'
     scaler = torch.amp.GradScaler('cuda', enabled=use_amp and not torch.cuda.is_bf16_supported())
     compat = None
     if spec.compat is not None:
-        compat = CompatTerms(compat_terms(spec), copy.deepcopy(old).to(device), model.class_ids, ds, device, per_class=spec.per_class)
+        compat = CompatTerms(compat_terms(spec), copy.deepcopy(old).to(device), model.class_ids, ds, device,
+                             per_class=spec.per_class)
     start, history = 0, []
     if (ck := _load_ckpt(ckpt_path)) is not None:
         model.load_state_dict(ck['model']); opt.load_state_dict(ck['optimizer']); sched.load_state_dict(ck['scheduler'])
@@ -358,8 +388,9 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     two_views = spec.compat_views == 2
     for epoch in range(start, spec.epochs):
         model.train(); t0, tot, n = time.time(), torch.zeros((), device=device), 0
-        bar = progress(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers, train=spec.augment,
-                                    views=2 if simclr or two_views else 1, per_class=spec.per_class),
+        bar = progress(iter_batches(ds, spec.batch_size, epoch, spec.seed, device, rank, world, num_workers,
+                                    train=spec.augment, views=2 if simclr or two_views else 1,
+                                    per_class=spec.per_class),
                        f'{spec.arch} {spec.split} epoch {epoch+1}/{spec.epochs}' + (' (SimCLR)' if simclr else ''),
                        total=steps, show=show_progress and rank == 0)
         for x, y in bar:
@@ -374,17 +405,20 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
             tot += loss.detach(); n += 1
-        history.append(dict(epoch=epoch + 1, loss=float(tot)/max(n, 1), lr=opt.param_groups[0]['lr'], seconds=time.time() - t0))
+        history.append(dict(epoch=epoch + 1, loss=float(tot)/max(n, 1), lr=opt.param_groups[0]['lr'],
+                            seconds=time.time() - t0))
         if not math.isfinite(history[-1]['loss']):
-            raise FloatingPointError(f"the training loss of {spec.arch} on {spec.split} became {history[-1]['loss']} in epoch "
-                                     f"{epoch+1}; lower the learning rate (spec.lr={spec.lr}) or check the data")
+            raise FloatingPointError(f"the training loss of {spec.arch} on {spec.split} became {history[-1]['loss']} "
+                                     f"in epoch {epoch+1}; lower the learning rate (spec.lr={spec.lr}) or check the "
+                                     "data")
         if rank == 0:
             _save_ckpt(ckpt_path, model=model.state_dict(), proj=None if proj is None else proj.state_dict(),
                        optimizer=opt.state_dict(), scheduler=sched.state_dict(), scaler=scaler.state_dict(),
                        rng=_rng_state(), epoch=epoch + 1, history=history)
         _barrier(world)
         if stop_after is not None and epoch + 1 >= stop_after and epoch + 1 < spec.epochs:
-            raise TrainingInterrupted(f"stopped after epoch {epoch+1} of {spec.epochs} (stop_after={stop_after}); call again to resume")
+            raise TrainingInterrupted(f"stopped after epoch {epoch+1} of {spec.epochs} (stop_after={stop_after}); call "
+                                      "again to resume")
     model.eval()
     return {'model': model.artifact(), 'spec': asdict(spec), 'history': history, 'code_version': CODE_VERSION}
 
@@ -392,7 +426,8 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
 
 # %% ../nbs/07_train.ipynb #bf107f44
 def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch.Tensor, phi_new: torch.Tensor,
-                        labels: torch.Tensor, new_head: ClassifierHead|None = None, side: torch.Tensor|None = None) -> torch.Tensor:
+                        labels: torch.Tensor, new_head: ClassifierHead|None = None,
+                        side: torch.Tensor|None = None) -> torch.Tensor:
     "The mean loss of `spec.objective` on a batch of old/new features with global `labels`."
     o = spec.objective
     if spec.kind == 'rm':
@@ -413,7 +448,8 @@ def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch
         parts.append(L.label_smoothing_ce(new_head(h, labels), new_head.targets(labels), eps=eps, reduction='none'))
     per = parts[0] if len(parts) == 1 else parts[0] + parts[1]
     if 'uncert' in o:
-        if log_sigma2 is None: raise ValueError("an '+uncert' objective needs a transformation with the uncertainty head psi")
+        if log_sigma2 is None:
+            raise ValueError("an '+uncert' objective needs a transformation with the uncertainty head psi")
         if not spec.psi_grad_to_h: log_sigma2 = net.psi(h.detach()).squeeze(1)   # psi learns; h feels only L/sigma^2
         lam = {'lam': spec.lam} if spec.lam is not None else {'d': h.shape[1]}
         return L.fastfill_uncertainty_loss(per, log_sigma2, **lam)
@@ -437,13 +473,16 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
         if t.dim() != (3 if spec.views else 2) or (spec.views and len(t) != V):
             raise ValueError(f"{name} has shape {tuple(t.shape)}: spec.views={spec.views} asks for "
                              + (f"[{V}, N, d] (one [N, d] per view)" if spec.views else "[N, d]"))
-    if not (phi_old.shape[-2] == phi_new.shape[-2] == len(labels)) or (side is not None and side.shape[-2] != len(labels)):
-        raise ValueError(f"phi_old, phi_new, labels (and side) must describe the same images: lengths {phi_old.shape[-2]}, "
-                         f"{phi_new.shape[-2]}, {len(labels)}" + ('' if side is None else f", {side.shape[-2]}"))
+    if (not (phi_old.shape[-2] == phi_new.shape[-2] == len(labels))
+            or (side is not None and side.shape[-2] != len(labels))):
+        raise ValueError("phi_old, phi_new, labels (and side) must describe the same images: lengths "
+                         f"{phi_old.shape[-2]}, {phi_new.shape[-2]}, {len(labels)}"
+                         + ('' if side is None else f", {side.shape[-2]}"))
     if (spec.side_info is None) != (side is None):
         raise ValueError("pass side features exactly when the spec has side_info (FCT's h reads both)")
     for name, t in (('phi_old', phi_old), ('phi_new', phi_new)) + ((('side', side),) if side is not None else ()):
-        if not torch.isfinite(t).all(): raise ValueError(f"{name} holds NaN or infinite values: the features are broken; re-extract them")
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} holds NaN or infinite values: the features are broken; re-extract them")
     device = get_device(device)
     views = lambda t: (t if spec.views else t[None]).to(device)
     Xo, Xn, Y = views(phi_old), views(phi_new), labels.to(device)
@@ -467,14 +506,16 @@ def same_view_batches(old: nn.Module, new: nn.Module, train_set, batch_size: int
     that $h(\phi_{old}(x))$ is pulled towards $\phi_{new}$ of the *same* view (as FCT's code trains)."""
     device = torch.device(device)
     models = [m.to(device).eval() for m in (old, new) + ((side,) if side is not None else ())]
-    for x, y in iter_batches(train_set, batch_size, epoch, seed, device, num_workers=num_workers, train=True, per_class=per_class):
+    for x, y in iter_batches(train_set, batch_size, epoch, seed, device, num_workers=num_workers, train=True,
+                             per_class=per_class):
         with torch.no_grad(), autocast(device):
             f = [m(x).float() for m in models]
         yield f[0], f[1], y, (f[2] if side is not None else None)
 
 def train_transformation_same_view(spec: TransformationSpec, old: nn.Module, new: nn.Module, train_set,
-                                   side: nn.Module|None = None, *, checkpoint: str|Path|None = None, device: str = 'auto',
-                                   num_workers: int|None = None, stop_after: int|None = None, show_progress: bool = True) -> dict:
+                                   side: nn.Module|None = None, *, checkpoint: str|Path|None = None,
+                                   device: str = 'auto', num_workers: int|None = None, stop_after: int|None = None,
+                                   show_progress: bool = True) -> dict:
     r"""Train the transformation of `spec` as FCT's code does (`trainers/transformation_trainer.py` of apple/ml-fct):
     every step, the frozen old and new models (and the side-information model) see one and the same augmented view
     of each image of the batch (`same_view_batches`), fresh every epoch. `train_set`: the training split with its
@@ -482,20 +523,24 @@ def train_transformation_same_view(spec: TransformationSpec, old: nn.Module, new
     if (spec.side_info is None) != (side is None):
         raise ValueError("pass the side-information model exactly when the spec has side_info (FCT's h reads both)")
     sizes = {input_size(b) for b in (spec.old, spec.new, spec.side_info) if b is not None}
-    if len(sizes) > 1: raise ValueError(f"one view of each image goes through every model, but they read sizes {sorted(sizes)}: give them one image_size")
+    if len(sizes) > 1:
+        raise ValueError(f"one view of each image goes through every model, but they read sizes {sorted(sizes)}: give "
+                         "them one image_size")
     train_set = model_input(train_set, spec.new)
     device = get_device(device)
     steps = len(train_set)//spec.batch_size
-    if steps == 0: raise ValueError(f"the training set has {len(train_set)} images, fewer than one batch of {spec.batch_size}")
-    batches = lambda epoch: same_view_batches(old, new, train_set, spec.batch_size, epoch, spec.seed, device, side, num_workers,
-                                              spec.per_class)
+    if steps == 0:
+        raise ValueError(f"the training set has {len(train_set)} images, fewer than one batch of {spec.batch_size}")
+    batches = lambda epoch: same_view_batches(old, new, train_set, spec.batch_size, epoch, spec.seed, device, side,
+                                              num_workers, spec.per_class)
     dims = (old.emb_dim, new.emb_dim, None if side is None else side.emb_dim)
     t0 = time.time()
     art = _fit_transformation(spec, dims, steps, batches, new.head, checkpoint, device, stop_after, show_progress)
     art['train_seconds'] = time.time() - t0
     return art
 
-TRANSFORMATION_CKPT_SECONDS = 60   # RM's transformations run 50 epochs of seconds each: a checkpoint a minute, not an epoch
+TRANSFORMATION_CKPT_SECONDS = 60   # RM's transformations run 50 epochs of seconds each: a checkpoint a minute, not an
+                                   # epoch
 
 def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device, stop_after, show_progress):
     "The loop of both trainers: `batches(epoch)` yields `steps` tuples (phi_old, phi_new, labels, side or None)."
@@ -505,12 +550,14 @@ def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device,
     d_old, d_new, d_side = dims
     if spec.kind == 'fct':
         net = make_transformation('fct', old_dim=d_old, new_dim=d_new, side_dim=d_side, inner_dim=spec.inner_dim,
-                                  uncertainty='uncert' in spec.objective, **({'normalize': True} if spec.normalize_h else {}))
+                                  uncertainty='uncert' in spec.objective,
+                                  **({'normalize': True} if spec.normalize_h else {}))
     else:
-        net = make_transformation('rm', new_dim=d_new, old_dim=d_old, psi_blocks=spec.psi_blocks, rho_blocks=spec.rho_blocks,
-                                  hidden=spec.hidden)
+        net = make_transformation('rm', new_dim=d_new, old_dim=d_old, psi_blocks=spec.psi_blocks,
+                                  rho_blocks=spec.rho_blocks, hidden=spec.hidden)
     net = net.to(device)
-    opt = (torch.optim.Adam if spec.optimizer == 'adam' else torch.optim.SGD)(net.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
+    opt = (torch.optim.Adam if spec.optimizer == 'adam' else torch.optim.SGD)(net.parameters(), lr=spec.lr,
+                                                                              weight_decay=spec.weight_decay)
     if spec.lr_steps_per == 'epoch':   # FCT's code: lr*(e+1)/warmup, then cosine over the epoch index e
         factor = lambda s: lr_factor(s//steps, 1, spec.epochs, 'cosine', spec.warmup_epochs)
     else: factor = lambda s: lr_factor(s, steps, spec.epochs, 'cosine', spec.warmup_epochs)
@@ -522,13 +569,16 @@ def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device,
     for epoch in range(start, spec.epochs):
         _bn_eval(net, spec.freeze_bn_epoch is not None and epoch >= spec.freeze_bn_epoch)
         t0, tot = time.time(), torch.zeros((), device=device)
-        for xo, xn, y, s in progress(batches(epoch), f'{spec.objective} epoch {epoch+1}/{spec.epochs}', total=steps, show=show_progress):
+        for xo, xn, y, s in progress(batches(epoch), f'{spec.objective} epoch {epoch+1}/{spec.epochs}', total=steps,
+                                     show=show_progress):
             loss = transformation_loss(spec, net, xo, xn, y, new_head, s)
             opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
             tot += loss.detach()     # summed on the device: no host sync per step
-        history.append(dict(epoch=epoch + 1, loss=float(tot)/steps, lr=opt.param_groups[0]['lr'], seconds=time.time() - t0))
+        history.append(dict(epoch=epoch + 1, loss=float(tot)/steps, lr=opt.param_groups[0]['lr'],
+                            seconds=time.time() - t0))
         if not math.isfinite(history[-1]['loss']):
-            raise FloatingPointError(f"the {spec.objective} loss became {history[-1]['loss']} in epoch {epoch+1}; lower spec.lr={spec.lr}")
+            raise FloatingPointError(f"the {spec.objective} loss became {history[-1]['loss']} in epoch {epoch+1}; "
+                                     f"lower spec.lr={spec.lr}")
         stopping = stop_after is not None and epoch + 1 >= stop_after and epoch + 1 < spec.epochs
         if stopping or time.time() - saved_at >= TRANSFORMATION_CKPT_SECONDS:
             _save_ckpt(ckpt_path, model=net.state_dict(), optimizer=opt.state_dict(), scheduler=sched.state_dict(),
@@ -537,11 +587,13 @@ def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device,
         if stopping:
             raise TrainingInterrupted(f"stopped after epoch {epoch+1} of {spec.epochs}; call again to resume")
     net.eval()
-    return {'transformation': transformation_artifact(net), 'spec': asdict(spec), 'history': history, 'code_version': CODE_VERSION}
+    return {'transformation': transformation_artifact(net), 'spec': asdict(spec), 'history': history,
+            'code_version': CODE_VERSION}
 
 @torch.no_grad()
 def apply_transformation(net: nn.Module, x: torch.Tensor, side: torch.Tensor|None = None, batch_size: int = 8192):
-    r"Run a trained transformation over features `x` in batches (eval mode): FCT gives $h$ or $(h, \log\sigma^2)$, RM $(\rho^{new}, \rho^{rev})$."
+    r"""Run a trained transformation over features `x` in batches (eval mode): FCT gives $h$ or $(h, \log\sigma^2)$,
+    RM $(\rho^{new}, \rho^{rev})$."""
     net.eval(); dev = next(net.parameters()).device
     outs = []
     for i in range(0, len(x), batch_size):
