@@ -29,11 +29,13 @@ def rate_tag(rate: float) -> str:
     return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
 
 def face_features(spec, split: str = 'ijbc') -> dict:
-    "{part: image features} of the backbone `spec` on the IJB-C parts 'eval' (1:1 pairs), 'query' (probes), 'gallery' (trained and cached if missing)."
+    """{part: image features} of the backbone `spec` on the IJB-C parts 'eval' (1:1 pairs), 'query' (probes),
+    'gallery' (trained and cached if missing)."""
     return {p: get_features(spec, split, p)['features'] for p in ('eval', 'query', 'gallery')}
 
 def face_data(params: ExperimentParams, split: str = 'ijbc') -> dict:
-    "{part: dataset} of the IJB-C parts of `face_features`, at the run's scale (their templates, identities, G1/G2, pairs)."
+    """{part: dataset} of the IJB-C parts of `face_features`, at the run's scale (their templates, identities, G1/G2,
+    pairs)."""
     return {p: get_split(split, p, params.scale, params.data_root) for p in ('eval', 'query', 'gallery')}
 
 _IJBC_FRAME = re.compile(r'(?:^|/)(frames?/[^/]+)_\d+\.\w+$')   # .../frames/<video>_<frame>.png
@@ -46,31 +48,38 @@ def ijbc_media(path: str) -> str:
     return m[1] if m else str(path).rsplit('.', 1)[0]
 
 def face_media(part) -> list[str]|None:
-    "The media of each image of an IJB-C `part` at paper scale (`ijbc_media` of its files); None on the stand-in, whose images are each a media of their own."
+    """The media of each image of an IJB-C `part` at paper scale (`ijbc_media` of its files); None on the stand-in,
+    whose images are each a media of their own."""
     paths = getattr(part, 'paths', None)
     return None if paths is None else [ijbc_media(p) for p in paths]
 
 def _templates(features, part) -> tuple:
-    "(template features, identity and gallery half 'G1'/'G2' of each template) of one IJB-C `part` embedded as `features`."
+    """(template features, identity and gallery half 'G1'/'G2' of each template) of one IJB-C `part` embedded as
+    `features`."""
     _, T = template_features(features, part.templates, media_ids=face_media(part))
-    _, labels = template_labels(part.templates, part.labels); _, halves = template_labels(part.templates, part.gallery_set)
+    _, labels = template_labels(part.templates, part.labels)
+    _, halves = template_labels(part.templates, part.gallery_set)
     return T, labels, np.array([f'G{x}' for x in halves])
 
 def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FPIRS, ranks=(1, 5)) -> dict:
-    r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of $\phi_1$ and
-    $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`, `TPIR@FPIR=<r>` (the mean
-    over G1 and G2) and `false alarms@FPIR=<r>` (the fewer of the two halves), and `rank<k>` of the mated searches."""
+    r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of
+    $\phi_1$ and $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`,
+    `TPIR@FPIR=<r>` (the mean over G1 and G2) and `false alarms@FPIR=<r>` (the fewer of the two halves), and
+    `rank<k>` of the mated searches."""
     ev, q, g = data['eval'], data['query'], data['gallery']
     for nm, f in (('first', first), ('second', second)):
         for p, d in (('eval', ev), ('query', q), ('gallery', g)):
-            if len(f[p]) != len(d.labels): raise ValueError(f"{nm}['{p}'] has {len(f[p])} features for {len(d.labels)} images of the {p} part")
+            if len(f[p]) != len(d.labels):
+                raise ValueError(f"{nm}['{p}'] has {len(f[p])} features for {len(d.labels)} images of the {p} part")
     pairs = np.asarray(ev.template_pairs)
     med = face_media(ev)
     v = pair_verification(template_features(first['eval'], ev.templates, media_ids=med),
                           template_features(second['eval'], ev.templates, media_ids=med),
                           pairs[:, :2], pairs[:, 2].astype(bool), far=fars)
     out = {}
-    for r in fars: out[f'TAR@FAR={rate_tag(r)}'], out[f'false accepts@FAR={rate_tag(r)}'] = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
+    for r in fars:
+        (out[f'TAR@FAR={rate_tag(r)}'],
+         out[f'false accepts@FAR={rate_tag(r)}']) = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
     Pq, pl, _ = _templates(first['query'], q); Gg, gl, parts = _templates(second['gallery'], g)
     s = open_set_search(Pq, pl, Gg, gl, parts, fpir=fpirs, ranks=ranks)
     names = sorted({k.split('/')[0] for k in s if '/' in k})
@@ -85,13 +94,14 @@ def compatibility(m_new_old: float, m_old_old: float, m_new_new: float|None = No
     paragon `m_new_new`, eq. 9's update gain (percent) of one metric; the update gain is left out where the paragon
     does not beat $(\phi_{old}, \phi_{old})$ (it is the gain's upper bound, sec. 2.3: eq. 9 means nothing below it)."""
     out = {'compatible': float(is_compatible(m_new_old, m_old_old)), 'absolute gain': m_new_old - m_old_old}
-    if m_new_new is not None and m_new_new > m_old_old: out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
+    if m_new_new is not None and m_new_new > m_old_old:
+        out['update gain'] = 100*update_gain(m_new_old, m_old_old, m_new_new, strict=False)
     return out
 
 def face_backfill(probe: dict, old: dict, new: dict, data: dict, seed: int = 0, fpirs=BCT_FPIRS) -> pd.DataFrame:
-    r"""BCT App. B (Figure 3): `class_backfill_search` of the probe templates embedded by `probe` (`face_features`) against
-    the gallery templates, embedded by `new` for the classes backfilled and by `old` for the rest, every 2 % of the
-    classes in the random class order of `seed`; columns named as `face_test` names its rates."""
+    r"""BCT App. B (Figure 3): `class_backfill_search` of the probe templates embedded by `probe` (`face_features`)
+    against the gallery templates, embedded by `new` for the classes backfilled and by `old` for the rest, every 2 %
+    of the classes in the random class order of `seed`; columns named as `face_test` names its rates."""
     Pq, pl, _ = _templates(probe['query'], data['query'])
     (Go, gl, parts), (Gn, _, _) = (_templates(f['gallery'], data['gallery']) for f in (old, new))
     curve = class_backfill_search(Pq, pl, Go, Gn, gl, parts, seed=seed, fpir=fpirs)

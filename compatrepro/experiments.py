@@ -84,8 +84,10 @@ def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', noteb
     return Run(P, book, dataset, book.where)
 
 # %% ../nbs/13_experiments.ipynb #b84e103a
-def eval_features(specs: dict, split: str, part: str, params: ExperimentParams|None = None) -> tuple[dict, torch.Tensor]:
-    "({name: features [N, d]}, labels [N]) of each backbone spec in `specs` on `split`/`part` (trained and cached if missing)."
+def eval_features(specs: dict, split: str, part: str,
+                  params: ExperimentParams|None = None) -> tuple[dict, torch.Tensor]:
+    """({name: features [N, d]}, labels [N]) of each backbone spec in `specs` on `split`/`part` (trained and cached
+    if missing)."""
     feats, labels = {}, None
     for name, spec in specs.items():
         f = get_features(spec, split, part)
@@ -97,7 +99,8 @@ def eval_features(specs: dict, split: str, part: str, params: ExperimentParams|N
 
 # %% ../nbs/13_experiments.ipynb #af1790be
 BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill'),
-             'RACT-A.1': lambda old: ract_compat(old, 'ract')}   # RACT App. A.1 (OpenCompatible's tau = 0.05), as RM ran it
+             'RACT-A.1': lambda old: ract_compat(old, 'ract')}   # RACT App. A.1 (OpenCompatible's tau = 0.05), as RM
+                                                                 # ran it
 BASELINES |= {   # the BCT paper's new models (its Table 1a), lambda = 1 as openBCT adds the influence loss
     'new-l2': lambda old: CompatSpec('l2', old),
     # LwF as openBCT runs it: the frozen old classifier on phi_new, the old model's soft labels, plain softmax (T = 1)
@@ -125,7 +128,8 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
 
 # %% ../nbs/13_experiments.ipynb #62d39f3f
 def run_transformation_spec(old_spec, new_spec, objective: str, params: ExperimentParams, **overrides):
-    "The `TransformationSpec` of `objective` that a run of `params` trains: the recipe, the run's `epochs`/`batch_size`, then `overrides`."
+    """The `TransformationSpec` of `objective` that a run of `params` trains: the recipe, the run's
+    `epochs`/`batch_size`, then `overrides`."""
     return transformation_spec(old_spec, new_spec, objective, seed=params.seed, **(params.overrides | overrides))
 
 def transform_old(old_spec, new_spec, objective: str, old_features: torch.Tensor, params: ExperimentParams,
@@ -157,30 +161,35 @@ class UpdateSetup:
             raise ValueError(f"gallery_old ({len(self.gallery_old)}), gallery_new ({len(self.gallery_new)}) and order "
                              f"({len(self.order)}) must describe the same gallery")
         if self.query_old is not None and len(self.query_old) != len(self.query):
-            raise ValueError(f"query_old has {len(self.query_old)} rows but query has {len(self.query)}: both must embed "
-                             "the same queries (the old or reverse-transformed one, and the new one)")
+            raise ValueError(f"query_old has {len(self.query_old)} rows but query has {len(self.query)}: both must "
+                             "embed the same queries (the old or reverse-transformed one, and the new one)")
 
 def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5', 'mAP'),
                   distance: str = 'l2', query_is_gallery: bool = True, gallery_labels=None, steps: bool = True,
                   relevance=None) -> tuple[dict, dict]:
     """({method: backfill_curve at `fractions` $t$ (default 21, 0 to 1)}, {method: step_curve at every step}) for each
-    `UpdateSetup`; a setup with `query_old` is evaluated by RM's rank merge (eqs. 3-5), one without by the mixed gallery.
+    `UpdateSetup`; a setup with `query_old` is evaluated by RM's rank merge (eqs. 3-5), one without by the mixed
+    gallery.
     `relevance`: per-query positives and junk (e.g. `market_relevance`) instead of the labels' same-class rule."""
     fractions = np.linspace(0, 1, 21) if fractions is None else fractions
     gl = labels if gallery_labels is None else gallery_labels
     curves, step = {}, {}
     for name, s in setups.items():
-        if not isinstance(s, UpdateSetup): raise TypeError(f"setup {name!r} is a {type(s).__name__}, not an UpdateSetup")
+        if not isinstance(s, UpdateSetup):
+            raise TypeError(f"setup {name!r} is a {type(s).__name__}, not an UpdateSetup")
         args = (s.query, s.gallery_old, s.gallery_new, labels, gl, s.order)
         with stage(f'backfilling curves of {name} ({len(s.order)} gallery items)'):
-            kw = {} if s.query_old is None else {'query_old': s.query_old}   # None: the call is exactly the mixed-gallery one
+            # None: the call is exactly the mixed-gallery one
+            kw = {} if s.query_old is None else {'query_old': s.query_old}
             if relevance is not None: kw['relevance'] = relevance
-            curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance, query_is_gallery=query_is_gallery, **kw)
+            curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance,
+                                          query_is_gallery=query_is_gallery, **kw)
             if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery, **kw)
     return curves, step
 
 def curve_tilde(name: str, curve: pd.DataFrame, steps: dict, metric: str) -> float:
-    r"$\widetilde{M}$ of `metric` for method `name`: top-1 over every step when `steps` has the method's step curve, else over `curve`'s fractions."
+    r"""$\widetilde{M}$ of `metric` for method `name`: top-1 over every step when `steps` has the method's step
+    curve, else over `curve`'s fractions."""
     return m_tilde(steps[name]['top1'] if (metric == 'top1' and name in steps) else curve[metric])
 
 def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', 'mAP'), suffix: str = '',
@@ -194,9 +203,11 @@ def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', '
             if auc: book.add(item, name, f'AUC_{m}{suffix}', curve_auc(c, m))
 
 def curve_auc(curve: pd.DataFrame, metric: str) -> float:
-    r"RM sec. 3.2: $\text{AUC}_M = \int_0^1 M_t\,dt$ of column `metric` of a backfill curve (index: fractions $t$, from 0 to 1)."
+    r"""RM sec. 3.2: $\text{AUC}_M = \int_0^1 M_t\,dt$ of column `metric` of a backfill curve (index: fractions $t$,
+    from 0 to 1)."""
     if metric not in curve:
-        raise ValueError(f"the curve has no column {metric!r} (it has {list(curve.columns)}): ask update_curves for it in `metrics`")
+        raise ValueError(f"the curve has no column {metric!r} (it has {list(curve.columns)}): ask update_curves for it "
+                         "in `metrics`")
     t = np.asarray(curve.index, dtype=np.float64)
     if t.min() != 0 or t.max() != 1:
         raise ValueError(f"AUC integrates over t in [0, 1] but the curve's fractions span [{t.min()}, {t.max()}]: "
@@ -225,13 +236,15 @@ def report_update(book, item: str, curves: dict, steps: dict, methods=None, metr
     cs, st = {k: curves[k] for k in methods}, {k: steps[k] for k in methods if k in steps}
     record_curves(book, item, cs, st, metrics, auc=auc)
     if figure:
-        fig = plot_update_curves(cs, st, f'{figure} — {book.where}', plot_metrics or metrics, area='auc' if auc else 'm_tilde')
+        fig = plot_update_curves(cs, st, f'{figure} — {book.where}', plot_metrics or metrics,
+                                 area='auc' if auc else 'm_tilde')
         book.save_figure(fig, figure); plt.show()
     return book.table(item, metrics=[f'{m}~' for m in metrics] + ([f'AUC_{m}' for m in metrics] if auc else []))
 
 def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top5', 'mAP'), item: str = 'Models',
                 distance: str = 'l2') -> pd.DataFrame:
-    "Retrieval of every `pairs` = {row: (query name, gallery name)} of `features` (query = gallery images), recorded under `item`."
+    """Retrieval of every `pairs` = {row: (query name, gallery name)} of `features` (query = gallery images),
+    recorded under `item`."""
     rows = {}
     for row, (q, g) in pairs.items():
         r = retrieval_metrics(features[q], features[g], labels, labels, metrics=metrics, distance=distance)
@@ -247,7 +260,8 @@ def query_relevance(queries, protocol: str = 'medium') -> list|None:
     `gnd` under `protocol` (the medium one by default, RACT sec. 5.1's; 'hard' or 'easy'), GLDv2-test's retrieval
     solution `positives` (every label is -1 there); None when the labels decide."""
     if getattr(queries, 'gnd', None) is not None: return roxford_relevance(queries.gnd, protocol)
-    if getattr(queries, 'positives', None) is not None: return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
+    if getattr(queries, 'positives', None) is not None:
+        return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
     return None
 
 # %% ../nbs/13_experiments.ipynb #1c9c03a9
@@ -268,45 +282,58 @@ def claims_overview(book, seed: int, C: ClaimSet) -> tuple[pd.DataFrame, pd.Data
     """(claims table indexed by key, records) of the claims `C` of `book`'s paper, judged on the records of its
     notebooks over every recorded seed with the rows of `docs/claims.csv` (and `docs/differing_verdicts.csv`) of the
     repository the notebook is in; `C` is saved under `claims/` (a notebook of
-    the paper that no longer declares any claim loses its file), and each claim's margin on `seed` recorded under 'Claims'."""
-    if not C.claims: raise ValueError(f"declare {book.paper}'s claims first: C = ClaimSet(); C.of('<notebook>').claim(key, margin)")
+    the paper that no longer declares any claim loses its file), and each claim's margin on `seed` recorded under
+    'Claims'."""
+    if not C.claims:
+        raise ValueError(f"declare {book.paper}'s claims first: C = ClaimSet(); C.of('<notebook>').claim(key, margin)")
     others = sorted({c['notebook'] for c in C.claims if paper_of_notebook(c['notebook'] + '.ipynb') != book.paper})
     if others: raise ValueError(f"{book.notebook} judges {book.paper}'s claims, not those of {others}")
     R = book.read_others(book.paper)
     R = R[R.paper == book.paper]
     mine = {c['notebook'] for c in C.claims}
     for f in (book.dir/'claims').glob('*.json'):
-        if f.stem not in mine and f.stem != book.notebook and paper_of_notebook(f.stem + '.ipynb') == book.paper: f.unlink()
+        if f.stem not in mine and f.stem != book.notebook and paper_of_notebook(f.stem + '.ipynb') == book.paper:
+            f.unlink()
     C.save(book.dir/'claims')
     src = find_notebook(book.notebook)   # the claims data file of the repository whose notebook this is
-    docs = src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs'/'claims.csv').exists() else repo_root()/'docs'
+    docs = (src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs'/'claims.csv').exists()
+            else repo_root()/'docs')
     dv = docs/'differing_verdicts.csv'
     t = claims_table(C.claims, R, declared=docs/'claims.csv',
                      differing=dv if dv.exists() else pd.DataFrame(columns=DIFFERING_VERDICTS_COLUMNS))
     n = t.groupby('kind').size()
-    print(f"{n.get('finding', 0)} findings and {n.get('check', 0)} checks of {book.paper} on the records of {len(mine)} notebooks "
-          f"(seeds {sorted(R.seed.unique().tolist())}); {int((t.verdict == 'missing').sum())} without records yet")
+    print(f"{n.get('finding', 0)} findings and {n.get('check', 0)} checks of {book.paper} on the records of "
+          f"{len(mine)} notebooks (seeds {sorted(R.seed.unique().tolist())}); {int((t.verdict == 'missing').sum())} "
+          "without records yet")
     for c in C.claims:
         m = claim_margins(c, R, skip_incomplete=True).get(seed)
         if m is not None: book.add('Claims', c['key'], 'margin', m, dataset=f"records of {c['notebook']}")
     pd.set_option('display.max_colwidth', 120)
     return t.set_index('key'), R
 
-VERDICT_MARKS = {'holds': '✅ holds', 'fails': '❌ fails', 'within noise': '〰️ within noise', 'too few seeds': '… too few seeds',
-                 'missing': '⏳ missing (no run has recorded its numbers yet)'}
+VERDICT_MARKS = {'holds': '✅ holds', 'fails': '❌ fails', 'within noise': '〰️ within noise',
+                 'too few seeds': '… too few seeds', 'missing': '⏳ missing (no run has recorded its numbers yet)'}
 
 def _claim_lines(r) -> list[str]:
     "A claim of a claims table as markdown: its verdict marked, margin, seeds, key; flags; the reason written for it."
     text = r.claim.split(':', 1)[1].strip() if ':' in r.claim else r.claim
-    flags = ([f'**not the expected verdict ({r.expect})**'] if not r.agrees and not r.explained and r.verdict != 'missing' else []) + \
-            (['**constant: the same margin on every seed, so the numbers it rests on do not move**'] if r.constant else [])
-    out = [f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds; `{r.key}`)'
+    flags = ([f'**not the expected verdict ({r.expect})**'] if not r.agrees and not r.explained
+             and r.verdict != 'missing' else []) + \
+            (['**constant: the same margin on every seed, so the numbers it rests on do not move**'] if r.constant
+             else [])
+    out = [f'- {VERDICT_MARKS.get(r.verdict, r.verdict)}: {text} (margin {r.margin}, holds on {r.holds_on} seeds; '
+           f'`{r.key}`)'
            + ''.join(f' — {f}' for f in flags)]
-    if r.reason: out.append(f'  - *why the stand-in is expected to {"fail" if r.expect == "fails" else "be within noise" if r.expect == "within noise" else "hold"}:* '
-                            f'{r.reason} (declared {r.declared})')
+    if r.reason:
+        out.append(
+            '  - *why the stand-in is expected to '
+            f'{"fail" if r.expect == "fails" else "be within noise" if r.expect == "within noise" else "hold"}:* '
+            f'{r.reason} (declared {r.declared})')
     if r.explained:
-        out.append(f'  - *why the stand-in gives "{r.verdict}" (measured after the run that found it):* {r.why_differs}')
-    elif not r.reason and r.verdict not in ('holds', 'missing'): out.append('  - *no reason written: the paper\'s verdict was expected*')
+        out.append(f'  - *why the stand-in gives "{r.verdict}" (measured after the run that found it):* '
+                   f'{r.why_differs}')
+    elif not r.reason and r.verdict not in ('holds', 'missing'):
+        out.append('  - *no reason written: the paper\'s verdict was expected*')
     return out
 
 def claims_markdown(table: pd.DataFrame) -> str:

@@ -45,13 +45,16 @@ def transform_features(features: dict, specs: dict, params: ExperimentParams, wh
     log_sigma2 = {}
     for name in which:
         obj, kw = objective[name]
-        features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], obj, features['old'], params, **(kw | overrides))
+        features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], obj, features['old'], params,
+                                                      **(kw | overrides))
         if s is not None: log_sigma2[name] = s
     return log_sigma2
 
 # %% ../nbs/15_fastfill.ipynb #0f59859c
-def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, labels: torch.Tensor, eps: float|None = None) -> dict:
-    r"Per-image $\mathcal{L}_{l_2}$, $\mathcal{L}_{disc}$ ($\kappa_{new}$ on $h$, label smoothing `eps`, default 0.1 for a linear head, 0 for a margin head) and their sum."
+def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, labels: torch.Tensor,
+                     eps: float|None = None) -> dict:
+    r"""Per-image $\mathcal{L}_{l_2}$, $\mathcal{L}_{disc}$ ($\kappa_{new}$ on $h$, label smoothing `eps`, default
+    0.1 for a linear head, 0 for a margin head) and their sum."""
     eps = (0.1 if new_head.kind == 'linear' else 0.) if eps is None else eps
     with torch.no_grad():
         l2 = L.fct_l2_loss(h_old, phi_new, reduction='none')
@@ -71,7 +74,8 @@ def record_curve_points(book, item: str, curves: dict, metrics=('top1', 'mAP')) 
     for name, c in curves.items():
         t = _fractions(c)
         if len(t) < 3 or t[0] != 0 or t[-1] != 1:
-            raise ValueError(f"the curve of {name!r} must run from 0 to 1 backfilled with a point in between, got fractions {t[:3]}...{t[-1:]}")
+            raise ValueError(f"the curve of {name!r} must run from 0 to 1 backfilled with a point in between, got "
+                             f"fractions {t[:3]}...{t[-1:]}")
         for m in metrics:
             v = c[m].to_numpy(np.float64)
             book.add(item, name, f'{m} at 0%', v[0]); book.add(item, name, f'{m} at 100%', v[-1])
@@ -79,9 +83,11 @@ def record_curve_points(book, item: str, curves: dict, metrics=('top1', 'mAP')) 
 
 def dips_before_rising(item: str, method: str, metric: str) -> list:
     r"""The margin of "we may even reduce performance before we see an improvement" (sec. 1) for `method`'s curve in
-    `item` (recorded by `record_curve_points`): the least of its dip below the 0 % value and its rise from 0 % to 100 %."""
+    `item` (recorded by `record_curve_points`): the least of its dip below the 0 % value and its rise from 0 % to
+    100 %."""
     at = lambda k: (item, method, k)
-    return least(diff(at(f'{metric} at 0%'), at(f'lowest {metric} after 0%')), diff(at(f'{metric} at 100%'), at(f'{metric} at 0%')))
+    return least(diff(at(f'{metric} at 0%'), at(f'lowest {metric} after 0%')),
+                 diff(at(f'{metric} at 100%'), at(f'{metric} at 0%')))
 
 def flips_metrics(k: int = 1, limited: float = LIMITED_BACKFILL) -> dict:
     "The record names `record_flips` writes for top-`k` flips: {'pos', 'neg', 'pos limited'}."
@@ -90,21 +96,24 @@ def flips_metrics(k: int = 1, limited: float = LIMITED_BACKFILL) -> dict:
             'pos limited': f'mean positive flips up to {limited:.0%} backfilled, {top} (%)'}
 
 def record_flips(book, item: str, curves: dict, k: int = 1, limited: float = LIMITED_BACKFILL) -> None:
-    r"""Record, per method, the mean positive and negative top-`k` flips (percent of the queries) over its curve, and the
-    mean positive flips over the fractions $\alpha \le$ `limited` (App. D). `curves`: `step_curve` frames (`k=1`:
+    r"""Record, per method, the mean positive and negative top-`k` flips (percent of the queries) over its curve, and
+    the mean positive flips over the fractions $\alpha \le$ `limited` (App. D). `curves`: `step_curve` frames (`k=1`:
     columns `pos_flips`, `neg_flips`) or `backfill_curve` frames with `pos_flips@k`, `neg_flips@k`."""
     names = flips_metrics(k, limited)
     for name, c in curves.items():
-        pos, neg = (('pos_flips', 'neg_flips') if 'pos_flips' in c.columns and k == 1 else (f'pos_flips@{k}', f'neg_flips@{k}'))
+        pos, neg = (('pos_flips', 'neg_flips') if 'pos_flips' in c.columns and k == 1
+                    else (f'pos_flips@{k}', f'neg_flips@{k}'))
         if pos not in c.columns or neg not in c.columns:
-            raise ValueError(f"the curve of {name!r} has no {pos!r}/{neg!r} columns (it has {list(c.columns)}): ask the curve engine for them")
+            raise ValueError(f"the curve of {name!r} has no {pos!r}/{neg!r} columns (it has {list(c.columns)}): ask "
+                             "the curve engine for them")
         t = _fractions(c)
         book.add(item, name, names['pos'], m_tilde(c[pos])); book.add(item, name, names['neg'], m_tilde(c[neg]))
         book.add(item, name, names['pos limited'], m_tilde(c[pos][t <= limited + 1e-12]))
 
 # %% ../nbs/15_fastfill.ipynb #91255979
 def lr_sweep(spec, lrs) -> dict:
-    "{'lr=<rate>': `spec` with that learning rate} for each rate in `lrs` (FastFill App. A.2: RACT's rate over powers of ten)."
+    """{'lr=<rate>': `spec` with that learning rate} for each rate in `lrs` (FastFill App. A.2: RACT's rate over
+    powers of ten)."""
     return {f'lr={x:g}': replace(spec, lr=x) for x in parse_lrs(lrs)}
 
 def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP') -> str:
@@ -115,11 +124,14 @@ def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP')
     score = {k: curve_tilde(k, c, steps, metric) for k, c in curves.items()}
     return max(score, key=score.get)
 
-RACT_LR_FACTORS = (0.1, 1., 10.)   # stand-in: the recipe's rate times these (three powers of ten; affordable at tiny scale)
-RACT_PAPER_LRS = tuple(10.**k for k in range(-5, 1))   # FastFill App. A.2: "learning rates in powers of ten in [1e-5, 1]"
+RACT_LR_FACTORS = (0.1, 1., 10.)   # stand-in: the recipe's rate times these (three powers of ten; affordable at tiny
+                                   # scale)
+RACT_PAPER_LRS = tuple(10.**k for k in range(-5, 1))   # FastFill App. A.2: "learning rates in powers of ten in [1e-5,
+                                                       # 1]"
 
 def ract_sweep_lrs(ract_spec, lrs=None) -> tuple:
-    "The rates of RACT's sweep: `lrs` when given (the notebooks pass `P.ract_lrs`), else the scale's default (see above)."
+    """The rates of RACT's sweep: `lrs` when given (the notebooks pass `P.ract_lrs`), else the scale's default (see
+    above)."""
     if lrs is not None: return parse_lrs(lrs)
     return RACT_PAPER_LRS if ract_spec.scale == 'paper' else tuple(ract_spec.lr*f for f in RACT_LR_FACTORS)
 
@@ -130,12 +142,14 @@ class SweptBaseline(NamedTuple):
     features: torch.Tensor
     order: np.ndarray
 
-def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: torch.Tensor, split: str, part: str = 'eval',
-               seed: int = 0, lrs=None, metric: str = 'mAP', orders=('random', 'entropy')) -> SweptBaseline:
+def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: torch.Tensor, split: str,
+               part: str = 'eval', seed: int = 0, lrs=None, metric: str = 'mAP',
+               orders=('random', 'entropy')) -> SweptBaseline:
     r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `ract_sweep_lrs(ract_spec, lrs)`, each
     backfilled in each of `orders` ('random'; 'entropy': RACT eq. 11, its classifier on the old gallery features);
     every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
-    if not orders or set(orders) - {'random', 'entropy'}: raise ValueError(f"orders must be some of 'random', 'entropy', got {orders!r}")
+    if not orders or set(orders) - {'random', 'entropy'}:
+        raise ValueError(f"orders must be some of 'random', 'entropy', got {orders!r}")
     setups, cand, rand = {}, {}, random_order(len(labels), seed=seed)
     for tag, spec in lr_sweep(ract_spec, ract_sweep_lrs(ract_spec, lrs)).items():
         f = eval_features({tag: spec}, split, part)[0][tag]

@@ -32,7 +32,8 @@ __all__ = ['RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_FRACTIONS', 'RA
 RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
                     'open-data': ('gldv2-open-data-old', 'gldv2-open-data-new'),
                     'open-class': ('gldv2-open-class-old', 'gldv2-open-class-new')}
-RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP'), 'RParis': ('rparis6k', 'rmAP')}   # sec. 5.1
+# sec. 5.1
+RACT_TESTS = {'GLDv2-test': ('gldv2', 'mAP@100'), 'ROxford': ('roxford5k', 'rmAP'), 'RParis': ('rparis6k', 'rmAP')}
 RACT_ARCHS = {'R50': ('resnet50', 'resnet10'), 'R101': ('resnet101', 'resnet18')}   # (paper, stand-in)
 RACT_FRACTIONS = np.round(np.linspace(0, 1, 11), 10)       # the curves' points
 RACT_TABLE_FRACTIONS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)     # Tables 3-8's columns
@@ -42,9 +43,11 @@ RACT_METHODS = {   # name -> the compatibility term(s) of the new model, given t
     'vanilla (triplet)': lambda old: CompatSpec('comp-triplet', old),             # eq. 14, m = 0.8
     'ours (triplet)': lambda old: CompatSpec('ra-comp-triplet', old),             # eq. 15
     'BCT': lambda old: CompatSpec('bct-syn', old),                                # BCT's influence loss (App. A.5)
-    'FD': lambda old: CompatSpec('focal', old, focus='new'),                      # focal distillation (Yan et al. 2020), as OpenCompatible
+    # focal distillation (Yan et al. 2020), as OpenCompatible
+    'FD': lambda old: CompatSpec('focal', old, focus='new'),
     'BCT + ours': lambda old: (CompatSpec('bct-syn', old), ract_compat(old, 'ract', 'ra-comp')),   # Figure 16
-    'LwF': lambda old: CompatSpec('lwf-ract', old, T=0.01),                       # Li & Hoiem (Figure 18), as OpenCompatible
+    # Li & Hoiem (Figure 18), as OpenCompatible
+    'LwF': lambda old: CompatSpec('lwf-ract', old, T=0.01),
 }
 
 def _pct(t: float) -> str: return f'{round(100*t)}%'
@@ -55,7 +58,8 @@ def ract_test_name(test: str, params: ExperimentParams) -> str:
     return f'Glyphs stand-in for {test}' if params.standin else test
 
 def ract_pretrained(arch: str, params: ExperimentParams):
-    "The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds), or the torchvision weights file at paper scale."
+    """The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds), or the
+    torchvision weights file at paper scale."""
     if params.standin: return backbone_spec('glyph-pretrain', params.scale, seed=0, arch=arch)
     return str(Path(params.data_root)/'pretrained'/f'{arch}.pth')
 
@@ -69,7 +73,8 @@ def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=No
     base = backbone_spec(split, params.scale, params.seed, arch=a, **RACT_MODEL)
     if params.standin: e, b = (RACT_STANDIN_EPOCHS[a] if params.scale == 'tiny' else base.epochs), base.batch_size
     else: e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
-    spec = ract_recipe(replace(base, **({'epochs': e, 'batch_size': b, 'warmup_epochs': 0.} | params.overrides)))   # no warm-up in RACT's schedule
+    # no warm-up in RACT's schedule
+    spec = ract_recipe(replace(base, **({'epochs': e, 'batch_size': b, 'warmup_epochs': 0.} | params.overrides)))
     return params.fit(replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
                               compat_views=1 if compat is None else 2, **kw))
 
@@ -78,13 +83,16 @@ def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101'
     """{'old': the R50 old model, method: the new model of each of `methods` (`RACT_METHODS`)} of an allocation
     (`RACT_ALLOCATIONS`), plus a new model per row of `extra` (the sweeps and ablations): {row: its compatibility term
     given the old spec, or (that, `BackboneSpec` overrides)}. `kw` overrides every new model's spec."""
-    if allocation not in RACT_ALLOCATIONS: raise ValueError(f"allocation={allocation!r}: use one of {list(RACT_ALLOCATIONS)}")
+    if allocation not in RACT_ALLOCATIONS:
+        raise ValueError(f"allocation={allocation!r}: use one of {list(RACT_ALLOCATIONS)}")
     bad = [m for m in methods if m not in RACT_METHODS]
     if bad: raise ValueError(f"unknown RACT methods {bad}; use {list(RACT_METHODS)}")
     o, n = RACT_ALLOCATIONS[allocation]
     old = ract_spec(params, o, 'R50')
-    rows = {m: (RACT_METHODS[m], {}) for m in methods} | {r: t if isinstance(t, tuple) else (t, {}) for r, t in (extra or {}).items()}
-    return {'old': old} | {r: ract_spec(params, n, arch_new, term(old), **(kw | over)) for r, (term, over) in rows.items()}
+    rows = ({m: (RACT_METHODS[m], {}) for m in methods}
+            | {r: t if isinstance(t, tuple) else (t, {}) for r, t in (extra or {}).items()})
+    return {'old': old} | {r: ract_spec(params, n, arch_new, term(old), **(kw | over))
+                           for r, (term, over) in rows.items()}
 
 class RACTEval(NamedTuple):
     """A RACT test set's features of each model, labels, medium-protocol relevance, metric, and the old system's
@@ -101,7 +109,8 @@ class RACTEval(NamedTuple):
     hard_relevance: list|None = None
 
 def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
-    "The features of every model of `specs` on the queries and gallery of `test` (`RACT_TESTS`), trained and extracted if missing."
+    """The features of every model of `specs` on the queries and gallery of `test` (`RACT_TESTS`), trained and
+    extracted if missing."""
     if test not in RACT_TESTS: raise ValueError(f"test={test!r}: use one of {list(RACT_TESTS)}")
     split, metric = RACT_TESTS[test]
     (Fq, yq), (Fg, yg) = (eval_features(specs, split, p) for p in ('query', 'gallery'))
@@ -109,16 +118,18 @@ def ract_eval(specs: dict, test: str, params: ExperimentParams) -> RACTEval:
     rel = query_relevance(Q)
     old = retrieval_metrics(Fq['old'], Fg['old'], yq, yg, (metric, 'top1'), 'cosine', False, rel, per_query=True)
     hits = (old['top1'] > 50).to_numpy()     # NaN (nothing relevant) is a miss, as in retrieval_hits
-    point = float(old[metric].sum() / max(old[metric].notna().sum(), 1))   # retrieval_metrics' mean over the valid queries
+    # retrieval_metrics' mean over the valid queries
+    point = float(old[metric].sum() / max(old[metric].notna().sum(), 1))
     hard = query_relevance(Q, 'hard') if getattr(Q, 'gnd', None) is not None else None
     return RACTEval(Fq, Fg, yq, yg, rel, metric, hits, point, hard)
 
 def ract_curve(E: RACTEval, name: str, order: np.ndarray, fractions=None, old: str = 'old') -> pd.DataFrame:
     r"""The hot-refresh curve of model `name`: its queries against the gallery backfilled from `old`'s features to its
-    own in `order`, at each fraction (default `RACT_FRACTIONS`): the test's mAP and NFR@1 against the old system (eq. 12)."""
+    own in `order`, at each fraction (default `RACT_FRACTIONS`): the test's mAP and NFR@1 against the old system (eq.
+    12)."""
     fractions = RACT_FRACTIONS if fractions is None else fractions
-    return backfill_curve(E.query[name], E.gallery[old], E.gallery[name], E.query_labels, E.gallery_labels, order, fractions,
-                          metrics=(E.metric, 'NFR@1'), distance='cosine', query_is_gallery=False,
+    return backfill_curve(E.query[name], E.gallery[old], E.gallery[name], E.query_labels, E.gallery_labels, order,
+                          fractions, metrics=(E.metric, 'NFR@1'), distance='cosine', query_is_gallery=False,
                           reference_hits=E.old_hits, relevance=E.relevance)
 
 def ract_old_point(E: RACTEval) -> float:
@@ -134,9 +145,9 @@ def ract_random_curves(specs: dict, test: str, params: ExperimentParams, rows, f
 
 def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
     """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
-    the uncertainty orders are compared by, and `mean NFR@1`), its largest drop between consecutive points (negative where it rises at every step) and its
-    regression: the drop from its 0 % point to its lowest point (`drop to the lowest <metric>`, 0 when it never falls
-    below its start)."""
+    the uncertainty orders are compared by, and `mean NFR@1`), its largest drop between consecutive points (negative
+    where it rises at every step) and its regression: the drop from its 0 % point to its lowest point (`drop to the
+    lowest <metric>`, 0 when it never falls below its start)."""
     add = lambda k, v: book.add(item, method, k, float(v), dataset=dataset)
     for t, row in curve.iterrows():
         add(f'{metric} at {_pct(t)}', row[metric]); add(f'NFR@1 at {_pct(t)}', row['NFR@1'])
@@ -158,7 +169,8 @@ def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bo
             x = 100*np.asarray(c.index, dtype=float)
             axs[0, j].plot(x, c[metric], marker='o', ms=3, label=name)
             if nfr: axs[1, j].plot(x, c['NFR@1'], marker='o', ms=3, label=name)
-        if panel in old_points: axs[0, j].plot([0], [old_points[panel]], marker='*', ms=12, color='tab:brown', ls='', label='old/old')
+        if panel in old_points:
+            axs[0, j].plot([0], [old_points[panel]], marker='*', ms=12, color='tab:brown', ls='', label='old/old')
         axs[0, j].set_title(panel, fontsize=9); axs[0, j].set_ylabel(metric)
         if nfr: axs[1, j].set_ylabel('NFR@1 (%)')
         axs[-1, j].set_xlabel('gallery backfilled (%)')
@@ -168,27 +180,32 @@ def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bo
 
 def within_share(a: tuple, b: tuple, share: float) -> list:
     r"""The margin of record `a` being within `share` of record `b`'s value, $share\cdot|b| - |a - b|$ (for $b > 0$):
-    Tables 5-8's "similar results", a band relative to the table's scale (the stand-in's mAP is 60, the paper's 10-15)."""
+    Tables 5-8's "similar results", a band relative to the table's scale (the stand-in's mAP is 60, the paper's
+    10-15)."""
     if not 0 < share < 1: raise ValueError(f"share={share!r}: a fraction of b, in (0, 1)")
     return least(linear({tuple(a): -1., tuple(b): 1. + share}), linear({tuple(a): 1., tuple(b): share - 1.}))
 
 def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None = None, fractions=RACT_TABLE_FRACTIONS,
                dataset: str|None = None) -> pd.DataFrame:
-    "Record and show a table of Tables 3-8: per row, 'old' and the metric at each of `fractions` (columns '0%', '20%', ...)."
+    """Record and show a table of Tables 3-8: per row, 'old' and the metric at each of `fractions` (columns '0%',
+    '20%', ...)."""
     for name, c in curves.items():
         if old_value is not None: book.add(item, name, 'old', old_value, dataset=dataset)
         for t in fractions: book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
     return book.table(item, metrics=(['old'] if old_value is not None else []) + [_pct(t) for t in fractions])
 
 # %% ../nbs/17_ract.ipynb #afad7e54
-RACT_HOT_REFRESH_FIGURES = {('R101', 'GLDv2-test'): 'Figure 3', ('R101', 'ROxford'): 'Figure 4', ('R101', 'RParis'): 'Figure 5',
-                            ('R50', 'GLDv2-test'): 'Figure 8', ('R50', 'ROxford'): 'Figure 9', ('R50', 'RParis'): 'Figure 10'}
-RACT_UNCERTAINTY_FIGURES = {('R101', 'ROxford'): 'Figure 6', ('R50', 'ROxford'): 'Figure 11', ('R101', 'GLDv2-test'): 'Figure 12',
-                            ('R101', 'RParis'): 'Figure 12'}
-RACT_TABLE2_ALLOCATIONS = {'expansion': 'Expansion', 'open-data': 'Open-data', 'open-class': 'Open-class'}   # Table 2's columns:
-RACT_TABLE2_TESTS = {'GLDv2-test': 'GLDv2', 'ROxford': 'ROxford', 'RParis': 'RParis'}                          # '<allocation> <test>'
+RACT_HOT_REFRESH_FIGURES = {('R101', 'GLDv2-test'): 'Figure 3', ('R101', 'ROxford'): 'Figure 4',
+                            ('R101', 'RParis'): 'Figure 5', ('R50', 'GLDv2-test'): 'Figure 8',
+                            ('R50', 'ROxford'): 'Figure 9', ('R50', 'RParis'): 'Figure 10'}
+RACT_UNCERTAINTY_FIGURES = {('R101', 'ROxford'): 'Figure 6', ('R50', 'ROxford'): 'Figure 11',
+                            ('R101', 'GLDv2-test'): 'Figure 12', ('R101', 'RParis'): 'Figure 12'}
+# Table 2's columns:
+RACT_TABLE2_ALLOCATIONS = {'expansion': 'Expansion', 'open-data': 'Open-data', 'open-class': 'Open-class'}
+RACT_TABLE2_TESTS = {'GLDv2-test': 'GLDv2', 'ROxford': 'ROxford', 'RParis': 'RParis'}  # '<allocation> <test>'
 RACT_TABLE_COLUMNS = tuple(_pct(t) for t in RACT_TABLE_FRACTIONS)     # '0%', '20%', ..., '100%'
-RACT_SEQUENTIAL_SHARES = (30, 60, 80, 100)                            # sec. 5.4: % of the training data, old model to 3rd generation
+RACT_SEQUENTIAL_SHARES = (30, 60, 80, 100)                            # sec. 5.4: % of the training data, old model to
+                                                                      # 3rd generation
 RACT_RELATED_ROWS = ('vanilla', 'ours', 'BCT', 'FD', 'BCT + ours')    # Figures 16 and 17
 
 # %% ../nbs/17_ract.ipynb #5c1e0a42
@@ -208,7 +225,8 @@ def roxford_map_at(query, gallery, relevance, k: int = 10, distance: str = 'cosi
         e = min(s + bs, m)
         S, C, npos = block_counts(ranking_distance(q[s:e], g, distance), *rel.block(s, e))
         i = torch.arange(S.shape[2], device=q.device)[None, None]
-        # the positives ranked before k are a prefix (C grows with i): the full-ranking rmAP of that prefix, over all positives
+        # the positives ranked before k are a prefix (C grows with i): the full-ranking rmAP of that prefix, over all
+        # positives
         n_k = ((i < npos[:, None, None]) & (i + C < k)).sum(-1)[:, 0]
         ap = per_query_values(S, C, n_k, 'rmAP', None)[:, 0] * n_k.clamp_min(1) / npos.double().clamp_min(1)
         out[s:e] = torch.where(npos > 0, 100 * ap, float('nan')).cpu()
@@ -222,10 +240,11 @@ def ract_readings(E: RACTEval, rows=(), old: str = 'old') -> dict:
     queries against its gallery (old/old), for each of `rows` the row's new queries against `old`'s gallery (Table 2's
     0 % cells). The hard protocol's mAP of the whole ranking (`E.hard_relevance`) and the medium protocol's AP cut at
     rank 10 (`roxford_map_at`); the default medium `rmAP` stays `E.metric`'s."""
-    if E.hard_relevance is None: raise ValueError("the test has no hard protocol: only ROxford and RParis carry revisitop's gnd")
+    if E.hard_relevance is None:
+        raise ValueError("the test has no hard protocol: only ROxford and RParis carry revisitop's gnd")
     out = {}
     for row in dict.fromkeys((old, *rows)):
-        hard = retrieval_metrics(E.query[row], E.gallery[old], metrics=('rmAP',), distance='cosine', query_is_gallery=False,
-                                 relevance=E.hard_relevance)['rmAP']
+        hard = retrieval_metrics(E.query[row], E.gallery[old], metrics=('rmAP',), distance='cosine',
+                                 query_is_gallery=False, relevance=E.hard_relevance)['rmAP']
         out[row] = {'rmAP (hard)': hard, 'mAP@10': roxford_map_at(E.query[row], E.gallery[old], E.relevance, 10)}
     return out

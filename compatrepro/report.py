@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import torch
 import compatrepro
-from .core import (RECORD_COLUMNS, STANDIN_SCALES, atomic_path, atomic_write_text, current_context, get_device, make_record,
-                              paper_of_notebook,
+from .core import (RECORD_COLUMNS, STANDIN_SCALES, atomic_path, atomic_write_text, current_context, get_device,
+                              make_record, paper_of_notebook,
                               read_records, write_records)
 
 # %% auto #0
@@ -33,7 +33,8 @@ KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
 def aggregate_records(records: pd.DataFrame) -> pd.DataFrame:
     "Mean, std (ddof=1; 0 for one seed), seed count and paper value per (paper, item, dataset, scale, method, metric)."
     missing = set(RECORD_COLUMNS) - set(records.columns)
-    if missing: raise ValueError(f"records lack the columns {sorted(missing)}; make them with compatrepro.core.make_record")
+    if missing:
+        raise ValueError(f"records lack the columns {sorted(missing)}; make them with compatrepro.core.make_record")
     if records.empty:
         return pd.DataFrame(columns=KEYS + ['mean', 'std', 'n_seeds', 'seeds', 'paper_value'])
     dup = records.duplicated(KEYS + ['seed'], keep=False)
@@ -73,7 +74,8 @@ def _paper_value_index() -> dict:
 
 def paper_value(paper: str, item: str, method: str, metric: str) -> float|None:
     "The paper's own number for (paper, item, method, metric), or None when the paper prints none."
-    v = _paper_value_index().get((paper, item, method, metric))   # a lookup per record a notebook adds: a dict, not a scan
+    v = _paper_value_index().get((paper, item, method, metric))   # a lookup per record a notebook adds: a dict, not a
+                                                                  # scan
     return None if v is None else float(v)
 
 # %% ../nbs/12_report.ipynb #fa04a0b8
@@ -85,7 +87,8 @@ def paper_table(summary: pd.DataFrame, paper: str, item: str, metrics: list[str]
                 methods: list[str]|None = None, digits: int = 2) -> pd.DataFrame:
     "One row per method: for each metric, ours (mean ± std over seeds) and the paper's value."
     s = summary[(summary.paper == paper) & (summary.item == item)]
-    if s.empty: raise ValueError(f"no records for {paper} {item}: run its notebook first (compatrepro reproduce --only ...)")
+    if s.empty:
+        raise ValueError(f"no records for {paper} {item}: run its notebook first (compatrepro reproduce --only ...)")
     metrics = metrics or list(dict.fromkeys(s.metric))
     methods = methods or list(dict.fromkeys(s.method))
     rows = []
@@ -93,7 +96,8 @@ def paper_table(summary: pd.DataFrame, paper: str, item: str, metrics: list[str]
         row = {'method': m}
         for k in metrics:
             r = s[(s.method == m) & (s.metric == k)]
-            row[f'{k} (ours)'] = fmt_mean_std(r['mean'].iloc[0], r['std'].iloc[0], int(r.n_seeds.iloc[0]), digits) if len(r) else '—'
+            row[f'{k} (ours)'] = (fmt_mean_std(r['mean'].iloc[0], r['std'].iloc[0], int(r.n_seeds.iloc[0]), digits)
+                                  if len(r) else '—')
             pv = r.paper_value.iloc[0] if len(r) else np.nan
             row[f'{k} (paper)'] = '—' if pd.isna(pv) else f'{pv:.{digits}f}'
         rows.append(row)
@@ -129,7 +133,8 @@ def file_digest(path: str|Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 def find_notebook(name: str) -> Path|None:
-    "The source notebook `name` (stem, e.g. '20_fastfill_imagenet'): in ./, ./nbs, or the nbs/ of the repository we are in."
+    """The source notebook `name` (stem, e.g. '20_fastfill_imagenet'): in ./, ./nbs, or the nbs/ of the repository we
+    are in."""
     cands = [Path.cwd(), Path.cwd()/'nbs'] + [d/'nbs' for d in Path.cwd().parents if (d/'settings.ini').exists()]
     cands.append(Path(compatrepro.__file__).resolve().parent.parent/'nbs')
     return next((c/f'{name}.ipynb' for c in cands if (c/f'{name}.ipynb').exists()), None)
@@ -160,7 +165,8 @@ class _Normalise(ast.NodeTransformer):
     def _strip(self, node):
         self.generic_visit(node)
         b = node.body
-        if b and isinstance(b[0], ast.Expr) and isinstance(b[0].value, ast.Constant) and isinstance(b[0].value.value, str):
+        if (b and isinstance(b[0], ast.Expr) and isinstance(b[0].value, ast.Constant)
+                and isinstance(b[0].value.value, str)):
             node.body = b[1:] or [ast.Pass()]
         return node
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
@@ -209,19 +215,23 @@ def module_definitions(source: str, module: str) -> list[Definition]:
     tree, named, other = ast.parse(source), [], []
     for i, s in enumerate(tree.body):
         if isinstance(s, (ast.Import, ast.ImportFrom)): continue
-        if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str): continue
+        if i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            continue
         names = _bound_names(s)
         if names == ['__all__']: continue   # nbdev's export list
         if names: named.append((names, s))
         else: other.append(s)
-    stmts = [Definition(module, f'<statement {dg}>', dg, frozenset(names_used(s))) for s in other for dg in [code_digest(s)]]
+    stmts = [Definition(module, f'<statement {dg}>', dg, frozenset(names_used(s))) for s in other
+             for dg in [code_digest(s)]]
     extra = frozenset(d.name for d in stmts)
-    return stmts + [Definition(module, n, code_digest(s), frozenset(names_used(s)) | extra) for names, s in named for n in names]
+    return stmts + [Definition(module, n, code_digest(s), frozenset(names_used(s)) | extra) for names, s in named
+                    for n in names]
 
 _DEFINITIONS = {}   # (folder, its files' sizes and times) -> definitions: `status` asks for every run
 
 def library_definitions(pkg_dir: str|Path|None = None) -> dict[str, list[Definition]]:
-    "Every top-level definition of the package in `pkg_dir` (default: this one), by name (a name two modules define has two)."
+    """Every top-level definition of the package in `pkg_dir` (default: this one), by name (a name two modules define
+    has two)."""
     pkg_dir = Path(pkg_dir or Path(compatrepro.__file__).parent).resolve()
     files = [f for f in sorted(pkg_dir.glob('*.py')) if f.stem not in LIBRARY_MODULES_SKIPPED]
     key = (str(pkg_dir), tuple((f.name, st.st_mtime_ns, st.st_size) for f in files for st in [f.stat()]))
@@ -240,18 +250,24 @@ def _kept_module_definitions(f: Path) -> list[Definition]:
     me = (Path(compatrepro.__file__).parent/'report.py').read_text(encoding='utf-8')
     key = hashlib.sha256('\0'.join([src, f.stem, me, sys.version]).encode()).hexdigest()[:24]
     p = current_context().cache.root/'definitions'/f'{key}.json'
-    try: return [Definition(d['module'], d['name'], d['digest'], frozenset(d['uses'])) for d in json.loads(p.read_text())]
+    try:
+        return [Definition(d['module'], d['name'], d['digest'], frozenset(d['uses']))
+                for d in json.loads(p.read_text())]
     except (OSError, ValueError, KeyError, TypeError): pass
     defs = module_definitions(src, f.stem)
-    try: atomic_write_text(p, json.dumps([dict(module=d.module, name=d.name, digest=d.digest, uses=sorted(d.uses)) for d in defs]))
+    try:
+        atomic_write_text(p, json.dumps([dict(module=d.module, name=d.name, digest=d.digest, uses=sorted(d.uses))
+                                         for d in defs]))
     except OSError: pass   # a cache that cannot be written: parse again next time
     return defs
 
 def name_digest(defs: list[Definition]) -> str:
     "The digest of a name: its definition's, or of all of them where modules share the name."
-    return defs[0].digest if len(defs) == 1 else hashlib.sha256(' '.join(sorted(d.digest for d in defs)).encode()).hexdigest()[:16]
+    return (defs[0].digest if len(defs) == 1
+            else hashlib.sha256(' '.join(sorted(d.digest for d in defs)).encode()).hexdigest()[:16])
 
-BOOKKEEPING = ('run_dependencies', 'machine_info', 'cpu_model', 'progress', 'stage')   # provenance and progress: they make no number
+# provenance and progress: they make no number
+BOOKKEEPING = ('run_dependencies', 'machine_info', 'cpu_model', 'progress', 'stage')
 
 def code_closure(names, defs: dict[str, list[Definition]], stop=()) -> dict[str, str]:
     """{name: digest} of every definition in `defs` that `names` reach, directly or through the definitions they reach,
@@ -306,12 +322,14 @@ def library_changes(recorded: dict[str, str], pkg_dir: str|Path|None = None, def
     return sorted(n for n, dg in recorded.items() if n not in defs or name_digest(defs[n]) != dg)
 
 # %% ../nbs/12_report.ipynb #7c0f5dac
-PAPER_SCALE_ONLY = ('_paper_split', 'ManifestDataset', 'loader_choice', 'device_loader_applies', 'iter_device_batches')   # entered only with a paper dataset's files
+# entered only with a paper dataset's files
+PAPER_SCALE_ONLY = ('_paper_split', 'ManifestDataset', 'loader_choice', 'device_loader_applies', 'iter_device_batches')
 
 def standin_unreached(names, defs: dict[str, list[Definition]], entries=PAPER_SCALE_ONLY) -> set[str]:
     """The definitions that `names` (a notebook's) reach only through `entries` (the paper scale's path): a run at a
     stand-in scale, whose datasets are tensors in memory, never executes them."""
-    return set(code_closure(names, defs, stop=BOOKKEEPING)) - set(code_closure(names, defs, stop=BOOKKEEPING + tuple(entries)))
+    return (set(code_closure(names, defs, stop=BOOKKEEPING))
+            - set(code_closure(names, defs, stop=BOOKKEEPING + tuple(entries))))
 
 def run_library_changes(prov: dict, src: str|Path|None, pkg_dir: str|Path|None = None) -> list[str]:
     """The definitions of a run's `library` (its provenance `prov`) that changed since the run (`library_changes`),
@@ -323,7 +341,8 @@ def run_library_changes(prov: dict, src: str|Path|None, pkg_dir: str|Path|None =
     return changed
 
 def _top_level_lines(path: str) -> tuple[list[int], list[str]]:
-    "The first line (decorators included) of each top-level statement of the source file `path`, and the name it defines."
+    """The first line (decorators included) of each top-level statement of the source file `path`, and the name it
+    defines."""
     starts, names = [], []
     for s in ast.parse(Path(path).read_text(encoding='utf-8')).body:
         starts.append(min([s.lineno] + [d.lineno for d in getattr(s, 'decorator_list', [])]))
@@ -333,17 +352,20 @@ def _top_level_lines(path: str) -> tuple[list[int], list[str]]:
 def trace_definitions(out_dir: str|Path):
     """Append to `out_dir/<pid>.txt` each package definition (`module.name`) the first time code of it runs in this
     process, on this thread and the threads started after; return the function that stops it. The code of module and
-    class bodies, which runs when the package is imported, does not count. For tests: which definitions a run executes."""
+    class bodies, which runs when the package is imported, does not count. For tests: which definitions a run
+    executes."""
     pkg, lines, seen, recorded = str(Path(compatrepro.__file__).resolve().parent) + os.sep, {}, set(), set()
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    out = open(Path(out_dir, f'{os.getpid()}.txt'), 'a', buffering=1)   # a line at once: a killed process keeps its record
+    out = open(Path(out_dir, f'{os.getpid()}.txt'), 'a', buffering=1)   # a line at once: a killed process keeps its
+                                                                        # record
     def tracer(frame, event, arg):
         code = frame.f_code
         if code in seen: return None
         seen.add(code)
         f = code.co_filename
         if not f.startswith(pkg) or not code.co_flags & inspect.CO_OPTIMIZED: return None
-        if code.co_name.startswith('<') and frame.f_back is not None and not frame.f_back.f_code.co_flags & inspect.CO_OPTIMIZED:
+        if (code.co_name.startswith('<') and frame.f_back is not None
+                and not frame.f_back.f_code.co_flags & inspect.CO_OPTIMIZED):
             return None   # a comprehension in a module or class body: import time
         if f not in lines: lines[f] = _top_level_lines(f)
         starts, names = lines[f]
@@ -378,7 +400,8 @@ CLOSE_WITHIN = 1.0   # points: our bound where a paper says "close to" / "little
 def close_to(a: tuple, b: tuple, within: float = CLOSE_WITHIN, band: float = 0.5) -> list:
     r"""The margin of records `a` and `b` differing by less than `within` ($|a - b| <$ `within`) under a claim's `band`
     (its `min_effect`): `near(a, b, within + band)`, so that the claim holds when the difference is below `within`."""
-    if within <= 0 or band < 0: raise ValueError(f"close_to needs within > 0 and band >= 0, got within={within}, band={band}")
+    if within <= 0 or band < 0:
+        raise ValueError(f"close_to needs within > 0 and band >= 0, got within={within}, band={band}")
     return near(a, b, within + band)
 def order(item: str, methods: list, metric: str) -> list:
     "The margin of `methods` being in decreasing order of `metric` in `item`."
@@ -389,11 +412,13 @@ CLAIMS_COLUMNS = ['notebook', 'key', 'claim', 'kind', 'expect', 'reason', 'decla
 DIFFERING_VERDICTS_COLUMNS = ['notebook', 'key', 'verdict', 'reason']
 _CLAIM_KEY = re.compile(r'[A-Za-z0-9][^\s,"]{0,99}')
 
-def make_claim(key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None, notebook: str = '') -> dict:
-    """A claim as data (see above): its `key` in `docs/claims.csv` (no spaces or commas), the `notebook` whose records it
-    judges, its `margin`, and its band: `min_effect`, or `rel_effect` instead of it."""
+def make_claim(key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None,
+               notebook: str = '') -> dict:
+    """A claim as data (see above): its `key` in `docs/claims.csv` (no spaces or commas), the `notebook` whose
+    records it judges, its `margin`, and its band: `min_effect`, or `rel_effect` instead of it."""
     if not isinstance(key, str) or not _CLAIM_KEY.fullmatch(key):
-        raise ValueError(f"claim key {key!r}: write a short key without spaces, commas or quotes, e.g. 'table1-order/top1~'")
+        raise ValueError(f"claim key {key!r}: write a short key without spaces, commas or quotes, e.g. "
+                         "'table1-order/top1~'")
     if not margin: raise ValueError(f"claim {key!r} has an empty margin")
     if rel_effect is not None and not 0 < rel_effect < 1:
         raise ValueError(f"claim {key!r}: rel_effect={rel_effect!r} is a fraction of a record's magnitude, in (0, 1)")
@@ -414,7 +439,8 @@ class ClaimSet:
 
     def claim(self, key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None) -> dict:
         "Declare the claim `key` of the current notebook (see `make_claim`); a key declared twice is an error."
-        if self.notebook is None: raise ValueError("name the notebook whose records the claim judges first: C.of('20_fastfill_imagenet')")
+        if self.notebook is None:
+            raise ValueError("name the notebook whose records the claim judges first: C.of('20_fastfill_imagenet')")
         if any((c['notebook'], c['key']) == (self.notebook, key) for c in self.claims):
             raise ValueError(f"claim {key!r} of {self.notebook} is declared twice: give each claim its own key")
         c = make_claim(key, margin, min_effect, rel_effect, self.notebook)
@@ -426,7 +452,8 @@ class ClaimSet:
         out = []
         for nb in dict.fromkeys(c['notebook'] for c in self.claims):
             p = Path(claims_dir)/f'{nb}.json'
-            atomic_write_text(p, '[\n' + ',\n'.join(json.dumps(c) for c in self.claims if c['notebook'] == nb) + '\n]\n')
+            atomic_write_text(p, '[\n' + ',\n'.join(json.dumps(c) for c in self.claims if c['notebook'] == nb)
+                              + '\n]\n')
             out.append(p)
         return out
 
@@ -436,14 +463,16 @@ def load_claims(path: str|Path) -> list[dict]:
     if any('key' not in c for c in raw):
         raise ValueError(f"{path} was written before claims had keys: re-run its paper's claims notebook "
                          f"(compatrepro reproduce --only '^{Path(path).stem[0]}9_')")
-    return [make_claim(c['key'], c['margin'], c.get('min_effect', 0.5), c.get('rel_effect'), c['notebook']) for c in raw]
+    return [make_claim(c['key'], c['margin'], c.get('min_effect', 0.5), c.get('rel_effect'), c['notebook'])
+            for c in raw]
 
 def claim_refs(claim: dict) -> list[tuple]:
     "The records `(item, method, metric)` a claim names."
     return list(dict.fromkeys((i, m, k) for t in claim['margin'] for i, m, k, _ in t['refs']))
 
 def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False):
-    "(seeds, value lookup) of the records of `claim`'s notebook; with `skip_incomplete` only the seeds with every record it names."
+    """(seeds, value lookup) of the records of `claim`'s notebook; with `skip_incomplete` only the seeds with every
+    record it names."""
     r = records if 'notebook' not in records else records[records.notebook == claim['notebook']]
     seeds, v = sorted(r.seed.unique()), r.set_index(['seed', 'item', 'method', 'metric']).value
     if skip_incomplete: seeds = [s for s in seeds if all((s, *ref) in v.index for ref in claim_refs(claim))]
@@ -451,23 +480,26 @@ def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = Fa
 
 def _record_value(claim, v, seed, ref) -> float:
     if (seed, *ref) not in v.index:
-        raise KeyError(f"claim {claim['key']!r}: seed {seed} has no record {tuple(ref)!r} of {claim['notebook'] or 'its notebook'}")
+        raise KeyError(f"claim {claim['key']!r}: seed {seed} has no record {tuple(ref)!r} of "
+                       f"{claim['notebook'] or 'its notebook'}")
     return float(v.loc[(seed, *ref)])
 
 def claim_margins(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> dict:
     """{seed: margin} of `claim` on `records` (every seed that has records of its notebook); a missing number is an
-    error, or with `skip_incomplete` leaves its seed out (a run made before the claim was declared: `status` marks it stale)."""
+    error, or with `skip_incomplete` leaves its seed out (a run made before the claim was declared: `status` marks it
+    stale)."""
     seeds, v = _claim_values(claim, records, skip_incomplete)
     return {int(seed): min(t['const'] + sum(c*_record_value(claim, v, seed, (i, m, k)) for i, m, k, c in t['refs'])
                            for t in claim['margin']) for seed in seeds}
 
 def claim_band(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> float:
-    """The smallest margin that counts for `claim`: its `min_effect`, or with `rel_effect` that fraction of the mean over
-    the seeds of $|v|$, $v$ the first record its margin names."""
+    """The smallest margin that counts for `claim`: its `min_effect`, or with `rel_effect` that fraction of the mean
+    over the seeds of $|v|$, $v$ the first record its margin names."""
     if claim.get('rel_effect') is None: return claim['min_effect']
     seeds, v = _claim_values(claim, records, skip_incomplete)
     first = claim_refs(claim)[0]
-    return claim['rel_effect']*float(np.mean([abs(_record_value(claim, v, s, first)) for s in seeds])) if seeds else np.nan
+    return (claim['rel_effect']*float(np.mean([abs(_record_value(claim, v, s, first)) for s in seeds])) if seeds
+            else np.nan)
 
 def claim_verdict(margins: dict, min_effect: float) -> tuple[str, float, float]:
     "(verdict, mean, sd) of a claim's margins over the seeds, `min_effect` its band (see the noise rule above)."
@@ -498,14 +530,18 @@ def declared_claims(path: str|Path|None = None) -> pd.DataFrame:
     for i, r in enumerate(df.itertuples(), start=2):   # line 1 is the header
         where = f"{path.name} line {i} ({r.notebook}, {r.key!r})"
         problems += _notebook_problem(where, r.notebook)
-        if not _CLAIM_KEY.fullmatch(r.key): problems.append(f"{where}: the key must be short, without spaces, commas or quotes")
-        if not r.claim.strip(): problems.append(f"{where}: the claim is empty; write the paper's words and where they are")
+        if not _CLAIM_KEY.fullmatch(r.key):
+            problems.append(f"{where}: the key must be short, without spaces, commas or quotes")
+        if not r.claim.strip():
+            problems.append(f"{where}: the claim is empty; write the paper's words and where they are")
         if r.kind not in CLAIM_KINDS: problems.append(f"{where}: kind={r.kind!r}; write one of {CLAIM_KINDS}")
         if r.expect not in VERDICTS: problems.append(f"{where}: expect={r.expect!r}; write one of {VERDICTS}")
         elif r.expect != 'holds' and not r.reason.strip():
-            problems.append(f"{where}: expect={r.expect!r} without a reason; say why the stand-in cannot show the paper's claim, without its results")
+            problems.append(f"{where}: expect={r.expect!r} without a reason; say why the stand-in cannot show the "
+                            "paper's claim, without its results")
         if not r.declared.strip():
-            problems.append(f"{where}: declared is empty; write 'prerun' (the commit that adds the row fills in its hash)")
+            problems.append(f"{where}: declared is empty; write 'prerun' (the commit that adds the row fills in its "
+                            "hash)")
     dup = df.duplicated(['notebook', 'key'], keep='first')
     problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.key[i]!r}) is declared twice; keep one row"
                  for i in np.flatnonzero(dup)]
@@ -519,22 +555,26 @@ def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
     path = Path(path) if path else repo_root()/'docs'/'differing_verdicts.csv'
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     if list(df.columns) != DIFFERING_VERDICTS_COLUMNS:
-        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be {','.join(DIFFERING_VERDICTS_COLUMNS)}")
+        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be "
+                         f"{','.join(DIFFERING_VERDICTS_COLUMNS)}")
     problems = []
     for i, r in enumerate(df.itertuples(), start=2):
         where = f"{path.name} line {i} ({r.notebook}, {r.key!r})"
         problems += _notebook_problem(where, r.notebook)
         if not r.key.strip(): problems.append(f"{where}: the key is empty; copy the claim's key from docs/claims.csv")
-        if r.verdict not in VERDICTS: problems.append(f"{where}: verdict={r.verdict!r}; write the verdict it explains, one of {VERDICTS}")
-        if not r.reason.strip(): problems.append(f"{where}: no reason; say why the stand-in gives this verdict, as measured")
+        if r.verdict not in VERDICTS:
+            problems.append(f"{where}: verdict={r.verdict!r}; write the verdict it explains, one of {VERDICTS}")
+        if not r.reason.strip():
+            problems.append(f"{where}: no reason; say why the stand-in gives this verdict, as measured")
     dup = df.duplicated(['notebook', 'key'], keep='first')
     problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.key[i]!r}) is written twice; keep one row"
                  for i in np.flatnonzero(dup)]
     if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
     return df
 
-CLAIMS_TABLE_COLUMNS = ['key', 'notebook', 'claim', 'kind', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict', 'expect',
-                        'agrees', 'constant', 'reason', 'declared', 'differs_as', 'why_differs', 'explained', 'lacks']
+CLAIMS_TABLE_COLUMNS = ['key', 'notebook', 'claim', 'kind', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict',
+                        'expect', 'agrees', 'constant', 'reason', 'declared', 'differs_as', 'why_differs', 'explained',
+                        'lacks']
 
 def _papers(notebooks) -> set: return {paper_of_notebook(nb + '.ipynb') for nb in notebooks}
 
@@ -547,9 +587,9 @@ def claims_table(claims: list[dict], records: pd.DataFrame, declared: pd.DataFra
     `differing` (`differing_verdicts`, default the repository's) explains and its reason, whether that row `explained`
     this very verdict, and the records it `lacks` on the seeds without them (a seed run before the notebook recorded
     them: the claim is judged on the other seeds, and is 'too few seeds' on one).
-    A claim without a row, a row of the tabled claims' papers that no claim has, or a row of `differing` naming no claim,
-    is an error unless not `strict` (`status` tables claims saved before the data file changed: such a claim reads as a
-    finding, expected to hold)."""
+    A claim without a row, a row of the tabled claims' papers that no claim has, or a row of `differing` naming no
+    claim, is an error unless not `strict` (`status` tables claims saved before the data file changed: such a claim
+    reads as a finding, expected to hold)."""
     dc = declared if isinstance(declared, pd.DataFrame) else declared_claims(declared)
     dv = differing if isinstance(differing, pd.DataFrame) else differing_verdicts(differing)
     papers = _papers({c['notebook'] for c in claims})
@@ -577,9 +617,11 @@ def claims_table(claims: list[dict], records: pd.DataFrame, declared: pd.DataFra
         w, x = rows_of.get(k), differs.get(k)
         expect = w.expect if w is not None else 'holds'
         kind = w.kind if w is not None else 'finding'
-        rows.append(dict(key=c['key'], notebook=c['notebook'], claim=w.claim if w is not None else f"(no row in docs/claims.csv: {c['key']})",
+        rows.append(dict(key=c['key'], notebook=c['notebook'],
+                         claim=w.claim if w is not None else f"(no row in docs/claims.csv: {c['key']})",
                          kind=kind, seeds=len(mg),
-                         margin=('—' if np.isnan(mean) else f'{mean:+.2f}') + ('' if np.isnan(sd) else f' ± {sd:.2f}'),
+                         margin=(('—' if np.isnan(mean) else f'{mean:+.2f}')
+                                 + ('' if np.isnan(sd) else f' ± {sd:.2f}')),
                          holds_on=f"{sum(m > 0 for m in mg.values())}/{len(mg)}",
                          tolerance=np.nan if not mg else round(max(band, 0 if np.isnan(sd) else sd), 2),
                          verdict=verdict, expect=expect, agrees=verdict == expect,
@@ -598,16 +640,19 @@ def claims_problems(table: pd.DataFrame, missing_ok=()) -> list[str]:
     (notebooks whose re-runs are pending: the re-run is to make them)."""
     def unexplained(r):
         return (f"{r.notebook} {r.key!r}: {r.claim!r} {r.verdict} (margin {r.margin}), expected {r.expect}"
-                + (f", but docs/differing_verdicts.csv explains {r.differs_as!r}: the verdict moved; find out why" if r.differs_as
+                + (f", but docs/differing_verdicts.csv explains {r.differs_as!r}: the verdict moved; find out why"
+                   if r.differs_as
                    else ": find out why, and write the measured reason in docs/differing_verdicts.csv"))
     t = table[table.verdict != 'missing']
     return ([unexplained(r) for r in t.itertuples() if not r.agrees and not r.explained]
-            + [f"{r.notebook} {r.key!r}: {r.verdict} as expected, but docs/differing_verdicts.csv explains {r.differs_as!r}: "
-               "delete the row" for r in t.itertuples() if r.agrees and r.differs_as]
+            + [f"{r.notebook} {r.key!r}: {r.verdict} as expected, but docs/differing_verdicts.csv explains "
+               f"{r.differs_as!r}: delete the row" for r in t.itertuples() if r.agrees and r.differs_as]
             + [f"{r.notebook} {r.key!r}: a finding with the same margin {r.margin} on every seed: make it a "
-               "check in docs/claims.csv if it holds by construction, else test it where the numbers vary" for r in t.itertuples() if r.constant]
-            + [f"{r.notebook} {r.key!r}: no seed has its records ({r.lacks}): the notebook must record them (a typo in a "
-               "reference reads the same)" for r in table[table.verdict == 'missing'].itertuples() if r.notebook not in set(missing_ok)])
+               "check in docs/claims.csv if it holds by construction, else test it where the numbers vary"
+               for r in t.itertuples() if r.constant]
+            + [f"{r.notebook} {r.key!r}: no seed has its records ({r.lacks}): the notebook must record them (a typo in "
+               "a reference reads the same)" for r in table[table.verdict == 'missing'].itertuples()
+               if r.notebook not in set(missing_ok)])
 
 # %% ../nbs/12_report.ipynb #6890beef
 SAVE_EVERY_S = 2.   # seconds between two writes of a run's records while its notebook adds numbers
@@ -637,7 +682,8 @@ class RecordBook:
         self._saved_at = -np.inf
         _save_books_after_cells()
         self.dataset = dataset   # the evaluation data records name by default (e.g. 'Glyphs stand-in for ImageNet-1k')
-        self.where = f'{dataset}, {params.scale} scale, seed {params.seed}' if dataset else f'{params.scale} scale, seed {params.seed}'
+        self.where = (f'{dataset}, {params.scale} scale, seed {params.seed}' if dataset
+                      else f'{params.scale} scale, seed {params.seed}')
         self.dir = Path(params.results_dir)
         self.path = self.dir/'records'/f'{notebook}.seed{params.seed}.csv'
         self.provenance_path = self.dir/'runs'/f'{notebook}.seed{params.seed}.json'
@@ -648,21 +694,25 @@ class RecordBook:
     def provenance(self) -> dict:
         "What produced this run (see above)."
         ctx = current_context()
-        return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale, code_hash=self.deps['code_hash'],
-                    library=self.deps['library'], versions=dict(sorted(ctx.used.items())), inputs=dict(sorted(self.inputs.items())),
-                    paper=self.paper, figures=dict(sorted(self.figures.items())), artifacts=dict(sorted(ctx.cache.used.items())),
+        return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale,
+                    code_hash=self.deps['code_hash'], library=self.deps['library'],
+                    versions=dict(sorted(ctx.used.items())), inputs=dict(sorted(self.inputs.items())), paper=self.paper,
+                    figures=dict(sorted(self.figures.items())), artifacts=dict(sorted(ctx.cache.used.items())),
                     made=dict(sorted(ctx.cache.made.items())),
                     params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root', 'ract_lrs')},
-                    started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), **machine_info(ctx))
+                    started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                    **machine_info(ctx))
 
     @property
     def records(self) -> list[dict]: return list(self._records.values())
 
     def save(self):
-        "Write the records and the provenance now (`add` writes at most every `SAVE_EVERY_S`, and every cell's end does)."
+        """Write the records and the provenance now (`add` writes at most every `SAVE_EVERY_S`, and every cell's end
+        does)."""
         write_records(self.records, self.path)
         atomic_write_text(self.provenance_path, json.dumps(self.provenance(), indent=1) + '\n')
-        _UNSAVED_BOOKS.discard(self); self._saved_at = time.monotonic()   # after the writes: one that failed is tried again
+        # after the writes: one that failed is tried again
+        _UNSAVED_BOOKS.discard(self); self._saved_at = time.monotonic()
 
     def add(self, item: str, method: str, metric: str, value: float, dataset: str|None = None, paper: str|None = None):
         """Record one number (replacing an earlier record of the same item/dataset/method/metric) and save; the paper's
@@ -674,7 +724,8 @@ class RecordBook:
         self._records.pop(k := (r['paper'], r['item'], r['dataset'], r['method'], r['metric']), None)
         self._records[k] = r                   # a replaced record moves to the end, as a new one goes
         _UNSAVED_BOOKS.add(self)
-        if time.monotonic() - self._saved_at >= SAVE_EVERY_S: self.save()   # rewriting the file at every add is quadratic
+        # rewriting the file at every add is quadratic
+        if time.monotonic() - self._saved_at >= SAVE_EVERY_S: self.save()
         return r
 
     @staticmethod
