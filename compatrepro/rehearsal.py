@@ -67,15 +67,18 @@ def _imagenet(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
         for i in range(k): paint.save(c, d/'val'/w/f'ILSVRC2012_val_{k*c + i + 1:08d}.JPEG')
 
 _PLACES = ('/a/airfield', '/a/airplane_cabin', '/a/airport_terminal', '/a/alcove', '/a/alley', '/a/amphitheater',
-          '/a/amusement_arcade', '/a/amusement_park', '/a/apartment_building/outdoor', '/a/aquarium', '/a/aqueduct', '/a/arcade')
+          '/a/amusement_arcade', '/a/amusement_park', '/a/apartment_building/outdoor', '/a/aquarium', '/a/aqueduct',
+           '/a/arcade')
 
 def _places365(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     "Places-365: the category list, the train and val file lists (`<path> <label>`), data_256/ and val_256/."
     cats = list(_PLACES[:C]) + [f'/z/zone_{i}' for i in range(C - len(_PLACES))]
     tr, va, n = [], [], 0
     for c, cat in enumerate(cats):
-        for i in range(kt): rel = f'{cat}/{i + 1:08d}.jpg'; paint.save(c, d/'data_256'/rel.lstrip('/')); tr.append(f'{rel} {c}')
-        for i in range(k): n += 1; rel = f'Places365_val_{n:08d}.jpg'; paint.save(c, d/'val_256'/rel); va.append(f'{rel} {c}')
+        for i in range(kt):
+            rel = f'{cat}/{i + 1:08d}.jpg'; paint.save(c, d/'data_256'/rel.lstrip('/')); tr.append(f'{rel} {c}')
+        for i in range(k):
+            n += 1; rel = f'Places365_val_{n:08d}.jpg'; paint.save(c, d/'val_256'/rel); va.append(f'{rel} {c}')
     (d/'categories_places365.txt').write_text(''.join(f'{cat} {c}\n' for c, cat in enumerate(cats)))
     (d/'places365_train_standard.txt').write_text(''.join(f'{x}\n' for x in tr))
     (d/'places365_val.txt').write_text(''.join(f'{x}\n' for x in rng.permutation(va)))
@@ -85,7 +88,7 @@ def _cifar100(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     d = d/'cifar-100-python'; d.mkdir(parents=True, exist_ok=True)
     for part, n in (('train', kt), ('test', k)):
         labels = rng.permutation(np.repeat(np.arange(C), n))
-        x = paint.arrays(labels).transpose(0, 3, 1, 2).reshape(len(labels), -1)       # channels first, as CIFAR stores them
+        x = paint.arrays(labels).transpose(0, 3, 1, 2).reshape(len(labels), -1)  # channels first, as CIFAR stores them
         b = {'filenames': [f'glyph_{part}_{i}.png' for i in range(len(labels))], 'batch_label': f'{part} batch 1 of 1',
              'fine_labels': labels.tolist(), 'coarse_labels': (labels//5).tolist(), 'data': np.ascontiguousarray(x)}
         with open(d/part, 'wb') as f: pickle.dump(b, f)
@@ -94,9 +97,9 @@ def _cifar100(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
                      'coarse_label_names': [f'superclass_{c}' for c in range((C + 4)//5)]}, f)
 
 def _market1501(d: Path, paint: _Painter, k: int, kt: int, C: tuple, rng):
-    """Market-1501 (inside Market-1501-v15.09.15/): kt training images per identity on cycling cameras; per test identity
-    a query on camera 1, k gallery images on other cameras and one on camera 1 (junk for its query); a distractor
-    (0000_...) and a junk image (-1_...) in the gallery."""
+    """Market-1501 (inside Market-1501-v15.09.15/): kt training images per identity on cycling cameras; per test
+    identity a query on camera 1, k gallery images on other cameras and one on camera 1 (junk for its query); a
+    distractor (0000_...) and a junk image (-1_...) in the gallery."""
     n_train, n_test = C; d = d/'Market-1501-v15.09.15'
     pids = sorted(int(x) for x in rng.choice(np.arange(1, 1502), n_train + n_test, replace=False))
     frame = lambda: int(rng.integers(1, 10**6))
@@ -115,16 +118,19 @@ def _vggface2(d: Path, paint: _Painter, k: int, kt: int, C: tuple, rng):
     n_train, n_test = C
     ids = [f'n{x:06d}' for x in sorted(rng.choice(np.arange(1, 9295), n_train + n_test, replace=False))]
     for c, cid in enumerate(ids):
-        for i in range(kt if c < n_train else k): paint.save(c, d/('train' if c < n_train else 'test')/cid/f'{i + 1:04d}_01.jpg')
-    rows = ''.join(f'{cid}, "Person_{c}", {kt if c < n_train else k}, {int(c < n_train)}, {"m" if c % 2 else "f"}\n' for c, cid in enumerate(ids))
+        for i in range(kt if c < n_train else k):
+            paint.save(c, d/('train' if c < n_train else 'test')/cid/f'{i + 1:04d}_01.jpg')
+    rows = ''.join(f'{cid}, "Person_{c}", {kt if c < n_train else k}, {int(c < n_train)}, {"m" if c % 2 else "f"}\n'
+                   for c, cid in enumerate(ids))
     (d/'identity_meta.csv').write_text('Class_ID, Name, Sample_Num, Flag, Gender\n' + rows)
 
 def _gld(d: Path, folder: str, i: str, paint: _Painter, c: int) -> Path:
     return paint.save(c, d/folder/i[0]/i[1]/i[2]/f'{i}.jpg')
 
 def _gldv2(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
-    """GLDv2-clean (train_clean.csv, train/a/b/c/<id>.jpg, kt images a landmark) and GLDv2-test: 4 queries (2 Public, 2 Private) of the first
-    landmarks, each with k index images, 6 distractor index images, and one ignored query (`images` 'None')."""
+    """GLDv2-clean (train_clean.csv, train/a/b/c/<id>.jpg, kt images a landmark) and GLDv2-test: 4 queries (2 Public,
+    2 Private) of the first landmarks, each with k index images, 6 distractor index images, and one ignored query
+    (`images` 'None')."""
     lids = sorted(int(x) for x in rng.choice(203094, C, replace=False))
     n_q, n_dis = min(4, C), 6
     ids = iter(_hex_ids(rng, C*kt + n_q + 1 + n_q*k + n_dis))
@@ -142,18 +148,20 @@ def _gldv2(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     for c, ims in index.items():
         for i in ims: _gld(d, 'index', i, paint, c)
     for j, i in enumerate(distractors): _gld(d, 'index', i, paint, n_q + j)
-    pd.DataFrame({'id': rng.permutation([i for ims in index.values() for i in ims] + distractors)}).to_csv(d/'index.csv', index=False)
+    pd.DataFrame({'id': rng.permutation([i for ims in index.values() for i in ims] + distractors)}
+                 ).to_csv(d/'index.csv', index=False)
     pd.DataFrame(dict(id=queries, images=[' '.join(index[c]) for c in range(n_q)] + ['None'],
                       Usage=['Public' if c % 2 == 0 else 'Private' for c in range(n_q)] + ['Ignored'])
                  ).to_csv(d/'retrieval_solution_v2.1.csv', index=False)
 
-_LANDMARK_NAMES = {'roxford5k': ('all_souls', 'ashmolean', 'balliol', 'bodleian', 'christ_church', 'cornmarket', 'hertford',
-                                'keble', 'magdalen', 'pitt_rivers', 'radcliffe_camera'),
+_LANDMARK_NAMES = {'roxford5k': ('all_souls', 'ashmolean', 'balliol', 'bodleian', 'christ_church', 'cornmarket',
+                                 'hertford', 'keble', 'magdalen', 'pitt_rivers', 'radcliffe_camera'),
                   'rparis6k': ('defense', 'eiffel', 'invalides', 'louvre', 'moulinrouge', 'museedorsay', 'notredame',
                                'pantheon', 'pompidou', 'sacrecoeur', 'triomphe')}
 
 def _revisited(d: Path, paint: _Painter, k: int, kt: int, C: int, rng, name: str):
-    "gnd_<name>.pkl and jpg/ (revisitop): a query per landmark with its box, k easy, k hard and one junk image, 4 distractors."
+    """gnd_<name>.pkl and jpg/ (revisitop): a query per landmark with its box, k easy, k hard and one junk image, 4
+    distractors."""
     names, qimlist, imlist, gnd = _LANDMARK_NAMES[name], [], [], []
     num = iter(rng.permutation(10**6)[:C*(2*k + 2) + 4] + 1)
     put = lambda c, im: paint.save(c, d/'jpg'/f'{im}.jpg', (48, 40))
@@ -171,7 +179,8 @@ def _revisited(d: Path, paint: _Painter, k: int, kt: int, C: int, rng, name: str
 
 def _ijbc(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     """IJB-C: per subject a gallery template of k images (G1 for the first half of the subjects, G2 for the rest) and a
-    mixed probe template of k images (img/ and frames/); the 1:1 pairs: every gallery template with every probe template."""
+    mixed probe template of k images (img/ and frames/); the 1:1 pairs: every gallery template with every probe
+    template."""
     subjects = sorted(int(x) for x in rng.choice(np.arange(1, 3532), C, replace=False))
     tids = iter(sorted(int(x) for x in rng.choice(np.arange(1, 190000), 2*C, replace=False)))
     g1, g2, probe, gal_t, probe_t, n = [], [], [], [], [], 0
@@ -182,9 +191,11 @@ def _ijbc(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
             paint.save(c, d/'images'/f, (40, 48))
             (probe if i >= k else g1 if c < C//2 else g2).append((tp if i >= k else tg, s, f))
     (d/'protocols').mkdir(parents=True, exist_ok=True)
-    for fname, rows in (('ijbc_1N_gallery_G1.csv', g1), ('ijbc_1N_gallery_G2.csv', g2), ('ijbc_1N_probe_mixed.csv', probe)):
+    for fname, rows in (('ijbc_1N_gallery_G1.csv', g1), ('ijbc_1N_gallery_G2.csv', g2),
+                        ('ijbc_1N_probe_mixed.csv', probe)):
         pd.DataFrame(rows, columns=['TEMPLATE_ID', 'SUBJECT_ID', 'FILENAME']).to_csv(d/'protocols'/fname, index=False)
-    pd.DataFrame([(a, b) for a in gal_t for b in probe_t]).to_csv(d/'protocols'/'ijbc_11_G1_G2_matches.csv', index=False, header=False)
+    pd.DataFrame([(a, b) for a in gal_t for b in probe_t]).to_csv(d/'protocols'/'ijbc_11_G1_G2_matches.csv',
+                                                                  index=False, header=False)
 
 def _imdbface(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     "IMDB-Face: <identity>/*.jpg."
@@ -192,30 +203,33 @@ def _imdbface(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
         for i in range(kt): paint.save(c, d/nm/f'{nm}_{i + 1:04d}.jpg', (40, 48))
 
 def _pretrained(d: Path, seed: int, width: int = 64):
-    """pretrained/<arch>.pth: a seeded random torchvision ResNet's state dict (see the reproduction note), fc.* included;
-    `width` below torchvision's 64 for a rehearsal of narrowed ResNets (`narrow_resnet`)."""
+    """pretrained/<arch>.pth: a seeded random torchvision ResNet's state dict (see the reproduction note), fc.*
+    included; `width` below torchvision's 64 for a rehearsal of narrowed ResNets (`narrow_resnet`)."""
     for arch in PRETRAINED_ARCHS:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            sd = (getattr(torchvision.models, arch)(weights=None) if width == 64 else narrow_resnet(arch, width)).state_dict()
+            sd = (getattr(torchvision.models, arch)(weights=None) if width == 64
+                  else narrow_resnet(arch, width)).state_dict()
         torch.save(sd, d/f'{arch}.pth')
 
-_WRITERS = dict(imagenet=_imagenet, places365=_places365, cifar100=_cifar100, market1501=_market1501, vggface2=_vggface2,
-                gldv2=_gldv2, roxford5k=lambda *a: _revisited(*a, 'roxford5k'), rparis6k=lambda *a: _revisited(*a, 'rparis6k'),
-                ijbc=_ijbc, imdbface=_imdbface)
+_WRITERS = dict(imagenet=_imagenet, places365=_places365, cifar100=_cifar100, market1501=_market1501,
+                vggface2=_vggface2, gldv2=_gldv2, roxford5k=lambda *a: _revisited(*a, 'roxford5k'),
+                rparis6k=lambda *a: _revisited(*a, 'rparis6k'), ijbc=_ijbc, imdbface=_imdbface)
 
 # %% ../nbs/19_rehearsal.ipynb #fc2a4a39
 def write_rehearsal_tree(root: str|Path, images_per_class: int = 2, datasets=None, seed: int = 0,
                          classes: dict|None = None, train_images_per_class: int|None = None, width: int = 64) -> Path:
-    """Write under `root` a small copy of each dataset folder of `datasets` (default: all of `REHEARSAL_DATASETS`) in its
-    real layout (see above), `images_per_class` images per class and split (`train_images_per_class` in the training
-    folders, if given), `classes` overriding `REHEARSAL_CLASSES`, the pre-trained ResNets at base `width`. A folder that exists is replaced. Returns `root`, a
-    `data_root` for `get_split(..., scale='paper')`."""
+    """Write under `root` a small copy of each dataset folder of `datasets` (default: all of `REHEARSAL_DATASETS`) in
+    its real layout (see above), `images_per_class` images per class and split (`train_images_per_class` in the
+    training folders, if given), `classes` overriding `REHEARSAL_CLASSES`, the pre-trained ResNets at base `width`. A
+    folder that exists is replaced. Returns `root`, a `data_root` for `get_split(..., scale='paper')`."""
     root, datasets = Path(root), REHEARSAL_DATASETS if datasets is None else tuple(datasets)
     bad = sorted(set(datasets) - set(REHEARSAL_DATASETS))
     if bad: raise ValueError(f"no rehearsal layout for {bad}; the dataset folders are {REHEARSAL_DATASETS}")
     k, kt = int(images_per_class), int(train_images_per_class or images_per_class)
-    if k < 2 or kt < 2: raise ValueError(f"images_per_class must be at least 2 (a query and a gallery image of a class), got {images_per_class}, {train_images_per_class}")
+    if k < 2 or kt < 2:
+        raise ValueError("images_per_class must be at least 2 (a query and a gallery image of a class), got "
+                         f"{images_per_class}, {train_images_per_class}")
     C = REHEARSAL_CLASSES | (classes or {})
     paint = _Painter(max(sum(v) if isinstance(v, tuple) else v for v in C.values()) + 8, seed)
     family = {v: k for k, v in FAMILY_DIRS.items()}
@@ -235,10 +249,12 @@ def rehearsal_splits(root: str|Path, folders=None) -> pd.DataFrame:
     rows = []
     for name in list_splits():
         d = describe_split(name)
-        if d['family'] in STANDIN_ONLY_FAMILIES or (folders is not None and FAMILY_DIRS[d['family']] not in folders): continue
+        if d['family'] in STANDIN_ONLY_FAMILIES or (folders is not None and FAMILY_DIRS[d['family']] not in folders):
+            continue
         for part in d['parts']:
             ds = get_split(name, part, scale='paper', data_root=root)
-            rows.append(dict(split=name, part=part, folder=FAMILY_DIRS[d['family']], images=len(ds), classes=len(ds.classes)))
+            rows.append(dict(split=name, part=part, folder=FAMILY_DIRS[d['family']], images=len(ds),
+                             classes=len(ds.classes)))
     return pd.DataFrame(rows)
 
 # %% ../nbs/19_rehearsal.ipynb #34831cd8
@@ -247,10 +263,13 @@ def _data_of_names() -> dict:
     one for it to count, or None)}: the papers' modules' own choices (see above)."""
     P = ExperimentParams(scale='paper', data_root='.')
     side = rm_specs(P, next(iter(RM_DATASETS.values())), baselines=())['side'].split
-    rm_reads = {'rm_data', 'rm_specs', 'rm_eval'}   # an RM upgrade's name alone (e.g. for its block count) reads nothing
+    rm_reads = {'rm_data', 'rm_specs', 'rm_eval'}   # an RM upgrade's name alone (e.g. for its block count) reads
+                                                    # nothing
     # Table 1's comparison (rm_comparison, or rm_specs named directly) reads the side-information model's split too
-    out = {k: ((d.old, d.new), rm_reads) for k, d in RM_DATASETS.items()} | dict.fromkeys(('rm_specs', 'rm_comparison'), ((side,), None))
-    out |= {k: (tuple(v), None) for k, v in RACT_ALLOCATIONS.items()} | {k: ((s,), None) for k, (s, _) in RACT_TESTS.items()}
+    out = ({k: ((d.old, d.new), rm_reads) for k, d in RM_DATASETS.items()}
+           | dict.fromkeys(('rm_specs', 'rm_comparison'), ((side,), None)))
+    out |= ({k: (tuple(v), None) for k, v in RACT_ALLOCATIONS.items()}
+            | {k: ((s,), None) for k, (s, _) in RACT_TESTS.items()})
     out |= {'RACT_ALLOCATIONS': (tuple(s for v in RACT_ALLOCATIONS.values() for s in v), None),
             'RACT_TESTS': (tuple(s for s, _ in RACT_TESTS.values()), None)}
     out |= dict.fromkeys(('ract_spec', 'ract_specs', 'ract_pretrained'), (('pretrained',), None))
@@ -281,13 +300,15 @@ def notebook_datasets(path: str|Path) -> tuple[str, ...]:
     claims notebook reads records alone (its names of datasets and splits name records, not data to read)."""
     if is_claims_notebook(path): return ()
     names, via = _notebook_names(path), _data_of_names()
-    splits = {n for n in names if n in SPLITS} | {s for n in names if n in via and (via[n][1] is None or names & via[n][1])
-                                                   for s in via[n][0]}
+    splits = {n for n in names if n in SPLITS} | {s for n in names
+                                                  if n in via and (via[n][1] is None or names & via[n][1])
+                                                  for s in via[n][0]}
     return tuple(sorted({_folder_of(s) for s in splits}))
 
 def missing_datasets(notebooks, data_root: str|Path) -> dict[Path, list[str]]:
     """{a dataset folder or file missing under `data_root`: the notebooks (stems) of `notebooks` that need it}, in the
-    order of `REHEARSAL_DATASETS`; {} when every notebook has its data. `pretrained/` must hold `PRETRAINED_ARCHS`' files."""
+    order of `REHEARSAL_DATASETS`; {} when every notebook has its data. `pretrained/` must hold `PRETRAINED_ARCHS`'
+    files."""
     root, need = Path(data_root), {}
     for nb in notebooks:
         for f in notebook_datasets(nb):
@@ -304,7 +325,8 @@ def missing_datasets(notebooks, data_root: str|Path) -> dict[Path, list[str]]:
 
 def missing_message(missing: dict) -> list[str]:
     "One line per entry of `missing_datasets`: what is missing, which notebooks need it, where its layout is described."
-    return [f"{p.name} is expected in {p}, which does not exist (needed by {', '.join(nbs)}); see data_prep/README.md for its layout"
+    return [f"{p.name} is expected in {p}, which does not exist (needed by {', '.join(nbs)}); see data_prep/README.md "
+            "for its layout"
             for p, nbs in missing.items()]
 
 # %% ../nbs/19_rehearsal.ipynb #f1907b2f
@@ -322,15 +344,17 @@ def failure_cause(executed: str|Path|None = None, error: str = '') -> str:
     if p is not None and p.exists():
         try: nb = json.loads(p.read_text(encoding='utf-8'))
         except (OSError, ValueError): nb = {'cells': []}
-        errs = [o for c in nb.get('cells', []) if c.get('cell_type') == 'code' for o in c.get('outputs', []) if o.get('output_type') == 'error']
+        errs = [o for c in nb.get('cells', []) if c.get('cell_type') == 'code' for o in c.get('outputs', [])
+                if o.get('output_type') == 'error']
         if errs: return _one_line(f"{errs[-1].get('ename', 'Error')}: {errs[-1].get('evalue', '')}")
     lines = [_ANSI.sub('', l).strip() for l in str(error).splitlines() if l.strip()]
     exc = [l for l in lines if _EXC_LINE.match(l)]
     return _one_line(exc[-1] if exc else lines[-1] if lines else '')
 
 # %% ../nbs/19_rehearsal.ipynb #4877db33
-REHEARSAL_NOTE = ("A rehearsal: the notebook ran at scale='paper' on a generated tree of glyph images laid out like the "
-                  "paper datasets (compatrepro.rehearsal), with its training cut short. Its numbers mean nothing and are not results.")
+REHEARSAL_NOTE = ("A rehearsal: the notebook ran at scale='paper' on a generated tree of glyph images laid out like "
+                  "the paper datasets (compatrepro.rehearsal), with its training cut short. Its numbers mean nothing "
+                  "and are not results.")
 _WARMUP = re.compile(r'warmup_epochs=([\d.]+) is longer than epochs=(\d+)')
 RECIPE_MAX_BATCH = max(BackboneSpec.batch_size, TransformationSpec.batch_size)   # the largest batch of a paper recipe
 
@@ -339,7 +363,9 @@ def _check_out(out: Path):
     if out.resolve() == default_out_dir().resolve() or default_out_dir().resolve() in out.resolve().parents:
         raise ValueError(f"a rehearsal never writes into the results folder {default_out_dir()}: pass another --out")
     real = [p.name for p in (out/'paper'/'runs').glob('*.json') if 'rehearsal' not in json.loads(p.read_text())]
-    if real: raise ValueError(f"{out/'paper'/'runs'} holds runs that are not rehearsals ({', '.join(real[:3])}): pass another --out")
+    if real:
+        raise ValueError(f"{out/'paper'/'runs'} holds runs that are not rehearsals ({', '.join(real[:3])}): pass "
+                         "another --out")
 
 def _mark(res: Path, job: NotebookJob, seed: int, info: dict):
     "Write the rehearsal entry, and what the runner knows (finished, duration, threads), into the run's provenance."
@@ -352,13 +378,15 @@ def _mark(res: Path, job: NotebookJob, seed: int, info: dict):
 def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str = 'cpu', only: list[str]|None = None,
              seed: int = 0, epochs: int = 1, batch_size: int|None = 4, jobs: int = 2, threads: int|None = 1,
              images_per_class: int = 2, timeout: int|None = None, nbs: str|Path|None = None, show: bool = True,
-             train_images_per_class: int|None = None, image_size: int|None = None, width: int|None = None) -> pd.DataFrame:
+             train_images_per_class: int|None = None, image_size: int|None = None,
+             width: int|None = None) -> pd.DataFrame:
     """Run every experiment notebook (or those `only`'s regular expressions select) at `scale='paper'` on a generated
     tree (see above), `epochs` and `batch_size` cut short (`batch_size=None`: each recipe's own batch, with the learning
     rate the recipe pairs with it, as on a GPU), `jobs` at a time with `threads` CPU threads each, each killed
     after `timeout` seconds if given, every backbone reading `image_size` px and every ResNet of base `width` where
-    given (CI's 64 px and 16: see the note above; None keeps the recipes'). Returns one row per notebook: ok, seconds (a run again with more epochs included),
-    epochs used, records written, the dataset folders it was given, and the one-line cause of a failure."""
+    given (CI's 64 px and 16: see the note above; None keeps the recipes'). Returns one row per notebook: ok, seconds
+    (a run again with more epochs included), epochs used, records written, the dataset folders it was given, and the
+    one-line cause of a failure."""
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix='compatrepro-rehearsal-'))
     _check_out(out)
     nbs_dir = find_nbs_dir(nbs); notebooks = experiment_notebooks(nbs_dir, only)
@@ -366,12 +394,16 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
     used = sorted({f for v in needs.values() for f in v})
     if data is None:
         data = out/'data'
-        t0 = time.time(); write_rehearsal_tree(data, images_per_class, used, seed, train_images_per_class=train_images_per_class,
+        t0 = time.time(); write_rehearsal_tree(data, images_per_class, used, seed,
+                                               train_images_per_class=train_images_per_class,
                                             width=width or 64)
-        if show: print(f"rehearsal tree of {', '.join(used) or 'no dataset'} written to {data} in {time.time() - t0:.0f} s")
+        if show:
+            print(f"rehearsal tree of {', '.join(used) or 'no dataset'} written to {data} in {time.time() - t0:.0f} s")
     data = Path(data).resolve()
     lacking = missing_datasets(notebooks, data)
-    if lacking: raise FileNotFoundError('the rehearsal tree lacks what the notebooks need:\n' + '\n'.join(missing_message(lacking)))
+    if lacking:
+        raise FileNotFoundError('the rehearsal tree lacks what the notebooks need:\n'
+                                + '\n'.join(missing_message(lacking)))
     sizes = rehearsal_splits(data, [f for f in used if f != 'pretrained'])
     need = int(batch_size) if batch_size is not None else RECIPE_MAX_BATCH
     short = sizes[(sizes.part == 'train') & (sizes.images < need)] if len(sizes) else sizes
@@ -379,8 +411,8 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
         r = short.sort_values('images').iloc[0]
         what = f"batch_size={batch_size} is" if batch_size is not None else f"the recipes' batches (up to {need}) are"
         raise ValueError(f"{what} more than the {r.images} training images of {r.split} in the tree {data} "
-                         f"({r.classes} classes); write a tree with more training images per class (train_images_per_class, "
-                         f"--train-images-per-class) or rehearse with a smaller batch")
+                         f"({r.classes} classes); write a tree with more training images per class "
+                         f"(train_images_per_class, --train-images-per-class) or rehearse with a smaller batch")
     res, cache = out.resolve()/'paper', out.resolve()/'cache'
     res.mkdir(parents=True, exist_ok=True)
     (res/'REHEARSAL.md').write_text(f"# Rehearsal\n\n{REHEARSAL_NOTE}\n\nTree: {data}\n")
@@ -390,13 +422,16 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
         root.mkdir(parents=True)
         for f in needs[nb.stem]: (root/f).symlink_to(data/f, target_is_directory=True)
         params = dict(seed=int(seed), scale='paper', data_root=str(root), device=device, epochs=int(e), rehearsal=True)
-        params |= {k: int(v) for k, v in dict(batch_size=batch_size, image_size=image_size, width=width).items() if v is not None}
-        return NotebookJob(nb, res/'notebooks'/f'{nb.stem}.seed{seed}.ipynb', params, name=f'{nb.stem} (rehearsal)', cwd=nbs_dir,
-                           timeout=timeout, env={'COMPATREPRO_OUT_DIR': str(out.resolve()), 'COMPATREPRO_CACHE': str(cache)})
+        params |= {k: int(v) for k, v in dict(batch_size=batch_size, image_size=image_size, width=width).items()
+                   if v is not None}
+        return NotebookJob(nb, res/'notebooks'/f'{nb.stem}.seed{seed}.ipynb', params, name=f'{nb.stem} (rehearsal)',
+                           cwd=nbs_dir, timeout=timeout, env={'COMPATREPRO_OUT_DIR': str(out.resolve()),
+                                                              'COMPATREPRO_CACHE': str(cache)})
     done = {}
     def on_done(j):
-        info = dict(note=REHEARSAL_NOTE, tree=str(data), epochs=j.params['epochs'], batch_size=j.params.get('batch_size', 'recipe'),
-                    image_size=j.params.get('image_size'), width=j.params.get('width'))
+        info = dict(note=REHEARSAL_NOTE, tree=str(data), epochs=j.params['epochs'],
+                    batch_size=j.params.get('batch_size', 'recipe'), image_size=j.params.get('image_size'),
+                    width=j.params.get('width'))
         _mark(res, j, seed, info); done[j.nb.stem] = j
     first = [job(nb, epochs) for nb in notebooks if not is_claims_notebook(nb)]
     run_notebooks(first, jobs, threads, show=show, on_done=on_done)
@@ -406,16 +441,19 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
         if m and math.ceil(float(m.group(1))) > j.params['epochs']:
             again.append(job(j.nb, math.ceil(float(m.group(1))))); before[j.nb.stem] = j.seconds
     if again:
-        if show: print(f"{len(again)} notebook(s) again with epochs raised to their recipe's warm-up: {', '.join(j.nb.stem for j in again)}")
+        if show:
+            print(f"{len(again)} notebook(s) again with epochs raised to their recipe's warm-up: "
+                  f"{', '.join(j.nb.stem for j in again)}")
         run_notebooks(again, jobs, threads, show=show, on_done=on_done)
-    run_notebooks([job(nb, epochs) for nb in notebooks if is_claims_notebook(nb)], jobs, threads, show=show, on_done=on_done)
+    run_notebooks([job(nb, epochs) for nb in notebooks if is_claims_notebook(nb)], jobs, threads, show=show,
+                  on_done=on_done)
     write_summary(res)
     rows = []
     for nb in notebooks:
         j = done[nb.stem]; rec = res/'records'/f'{nb.stem}.seed{seed}.csv'
-        rows.append(dict(notebook=nb.stem, ok=bool(j.ok), seconds=round(j.seconds + before.get(nb.stem, 0), 1), epochs=j.params['epochs'],
-                         records=len(pd.read_csv(rec)) if rec.exists() else 0, datasets=' '.join(needs[nb.stem]),
-                         cause='' if j.ok else failure_cause(j.out, j.error)))
+        rows.append(dict(notebook=nb.stem, ok=bool(j.ok), seconds=round(j.seconds + before.get(nb.stem, 0), 1),
+                         epochs=j.params['epochs'], records=len(pd.read_csv(rec)) if rec.exists() else 0,
+                         datasets=' '.join(needs[nb.stem]), cause='' if j.ok else failure_cause(j.out, j.error)))
     table = pd.DataFrame(rows)
     table.to_csv(res/'rehearsal.csv', index=False)
     return table

@@ -31,7 +31,8 @@ __all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RM_VARIAN
 
 # %% ../nbs/18_rm.ipynb #35e74248
 class RMData(NamedTuple):
-    "One of RM's upgrades: training splits, evaluation parts, the backbones' keyword arguments, blocks of psi and rho, its mAP."
+    """One of RM's upgrades: training splits, evaluation parts, the backbones' keyword arguments, blocks of psi and
+    rho, its mAP."""
     old: str
     new: str
     parts: tuple                 # ('eval',): query = gallery; ('query', 'gallery'): separate sets
@@ -45,16 +46,20 @@ RM_DATASETS = {
     'ImageNet-1K': RMData('imagenet-500', 'imagenet-1k', ('eval',), {'embedding': 'mlfct'}, 'resnet50', 5),
     'CIFAR-100': RMData('cifar-50', 'cifar-100', ('eval',), {}, 'resnet18', 2),
     'Places-365': RMData('places-182', 'places-365', ('eval',), {'embedding': 'mlfct'}, 'resnet18', 5),
-    'Market-1501': RMData('market-1501-375', 'market-1501', ('query', 'gallery'), {}, 'resnet18', 2, relevance='market'),
-    'CIFAR-100 open-class': RMData('cifar-100-open-class-old', 'cifar-100-open-class-new', ('eval',), {}, 'resnet18', 2),
-    'GLDv2-test open-class': RMData('gldv2-open-class-old', 'gldv2-open-class-new', ('query', 'gallery'), {}, 'resnet18', 2, 'mAP@100'),
+    'Market-1501': RMData('market-1501-375', 'market-1501', ('query', 'gallery'), {}, 'resnet18', 2,
+                          relevance='market'),
+    'CIFAR-100 open-class': RMData('cifar-100-open-class-old', 'cifar-100-open-class-new', ('eval',), {},
+                                   'resnet18', 2),
+    'GLDv2-test open-class': RMData('gldv2-open-class-old', 'gldv2-open-class-new', ('query', 'gallery'), {},
+                                    'resnet18', 2, 'mAP@100'),
 }
 # heterogeneous upgrades (sec. 5.3, Figure 7, Table A2): (old, new) architectures at paper scale and on the stand-in
 RM_UPGRADES = {'deeper': {'paper': ('resnet18', 'resnet50'), 'standin': (None, 'resnet18')},
                'vit': {'paper': ('resnet18', 'vit_b_32'), 'standin': (None, 'vit_b_32')}}
 RM_FRACTIONS = np.linspace(0, 1, 11)   # sec. 5.1: t in {0, 0.1, ..., 1}
 RM_TABLE1 = ('old', 'new', 'RM naive', 'BCT', 'FCT', 'FCT (side-info)', 'BiCT', 'RACT', 'RM')
-RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', False), 'CL-M': ('cl-m', True)}  # (objective, rho)
+# (objective, rho)
+RM_VARIANTS = {'RM': ('mcl', True), 'RM (RQT)': ('rqt', False), 'CL-S': ('cl', False), 'CL-M': ('cl-m', True)}
 
 def rm_data(name: str) -> RMData:
     "The `RMData` of one of RM's datasets, by the name its tables use."
@@ -66,7 +71,8 @@ def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), 
     model (see above). `upgrade`: None for homogeneous (paper: `data.arch` for both; stand-in: its ResNet-10), or a
     heterogeneous one of `RM_UPGRADES` (the new model and the baselines on the new architecture; on the stand-in the
     old model stays its ResNet-10, so it is the homogeneous upgrade's old model)."""
-    if upgrade is not None and upgrade not in RM_UPGRADES: raise ValueError(f"upgrade={upgrade!r}: use None or one of {list(RM_UPGRADES)}")
+    if upgrade is not None and upgrade not in RM_UPGRADES:
+        raise ValueError(f"upgrade={upgrade!r}: use None or one of {list(RM_UPGRADES)}")
     arch = (data.arch, data.arch) if upgrade is None else RM_UPGRADES[upgrade]['paper']
     if params.standin: arch = (None, None) if upgrade is None else RM_UPGRADES[upgrade]['standin']
     old_kw, new_kw = ({'arch': a} if a else None for a in arch)
@@ -74,7 +80,8 @@ def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), 
     return specs | {'side': params.fit(simclr_spec('imagenet-500', params.scale, params.seed, **params.overrides))}
 
 class RMEval(NamedTuple):
-    "The evaluation data of an RM upgrade: {model: features} of the queries and of the gallery, their labels, relevance."
+    """The evaluation data of an RM upgrade: {model: features} of the queries and of the gallery, their labels,
+    relevance."""
     query: dict
     gallery: dict
     query_labels: torch.Tensor
@@ -89,7 +96,8 @@ def rm_eval(specs: dict, data: RMData, params: ExperimentParams) -> RMEval:
         return RMEval(F, F, y, y, True)
     (Fq, yq), (Fg, yg) = (eval_features(specs, data.new, p) for p in data.parts)
     Q, G = (get_split(data.new, p, params.scale, params.data_root, seed=specs['old'].data_seed) for p in data.parts)
-    rel = market_relevance(Q.labels, Q.cameras, G.labels, G.cameras) if data.relevance == 'market' else query_relevance(Q)
+    rel = (market_relevance(Q.labels, Q.cameras, G.labels, G.cameras) if data.relevance == 'market'
+           else query_relevance(Q))
     return RMEval(Fq, Fg, yq, yg, False, rel)
 
 def rm_transformation_spec(specs: dict, objective: str, data: RMData, params: ExperimentParams, rho: bool = True,
@@ -114,7 +122,8 @@ def rm_orders(specs: dict, E: RMEval, seed: int) -> dict:
     $\kappa_{old}$ on $\phi^{old}$, what every method uses), 'centroid' (ascending cosine similarity to the class
     centroid of the old features) and 'random'."""
     with torch.no_grad(): logits = get_backbone(specs['old'], 'cpu').head(E.gallery['old'])
-    return {'old classifier': old_classifier_order(logits), 'centroid': centroid_order(E.gallery['old'], E.gallery_labels),
+    return {'old classifier': old_classifier_order(logits),
+            'centroid': centroid_order(E.gallery['old'], E.gallery_labels),
             'random': random_order(len(E.gallery_labels), seed=seed)}
 
 def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, order: np.ndarray, methods=RM_TABLE1,
@@ -148,7 +157,8 @@ def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None, steps: bool =
 
 RM_NEG_FLIPS = 'negative flips (% of queries, most at any step)'
 
-def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: str|None = None, methods=None) -> pd.DataFrame:
+def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: str|None = None,
+              methods=None) -> pd.DataFrame:
     r"""Record and tabulate an RM item: $\text{AUC}_{mAP}$, $\text{AUC}_{CMC}$ (top-1; `AUC_top1`), Gain
     $=(\text{AUC}_{mAP}-\text{old})/(\text{new}-\text{old})$ in percent when the curves hold 'old' and 'new' (Table 1),
     each curve's values at every $t$, its largest drop between consecutive $t$ (negative where it rises at every step:
@@ -163,7 +173,8 @@ def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: 
     for k in methods:
         for metric in ('top1', m):
             v = curves[k][metric]
-            book.add(item, k, f'largest drop of {metric}_t', float(np.max(-np.diff(v.to_numpy()))))   # < 0: it only rises
+            # < 0: it only rises
+            book.add(item, k, f'largest drop of {metric}_t', float(np.max(-np.diff(v.to_numpy()))))
             for t, x in v.items(): book.add(item, k, f'{metric} at t={t:.1f}', float(x))
         if k in steps: book.add(item, k, RM_NEG_FLIPS, float(steps[k]['neg_flips'].max()))
     cols = [f'AUC_{x}' for x in ('top1', m)] + (['Gain (%)'] if 'old' in curves and 'new' in curves else [])
@@ -171,16 +182,18 @@ def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: 
 
 # %% ../nbs/18_rm.ipynb #1cfdd17e
 def doubling_check(score: Callable[[int], dict], n: int, tol: float) -> pd.DataFrame:
-    """The doubling test: `score(k)` trains for `k` steps (or epochs) and returns {metric: value}; one row per metric with
-    the value after `n` and after `2n`, their difference and whether it is below `tol` (converged)."""
+    """The doubling test: `score(k)` trains for `k` steps (or epochs) and returns {metric: value}; one row per metric
+    with the value after `n` and after `2n`, their difference and whether it is below `tol` (converged)."""
     if n < 1 or not tol > 0: raise ValueError(f"n={n} must be >= 1 and tol={tol} > 0")
     a, b = score(n), score(2*n)
-    rows = {k: {f'at {n}': a[k], f'at {2*n}': b[k], 'difference': b[k] - a[k], 'converged': abs(b[k] - a[k]) < tol} for k in a}
+    rows = {k: {f'at {n}': a[k], f'at {2*n}': b[k], 'difference': b[k] - a[k], 'converged': abs(b[k] - a[k]) < tol}
+            for k in a}
     return pd.DataFrame(rows).T
 
 RM_CONVERGENCE_TOL = 0.5   # AUC points: the noise rule's half point
 
-def rm_convergence(book, item: str, up, data: RMData, params: ExperimentParams, tol: float = RM_CONVERGENCE_TOL) -> pd.DataFrame:
+def rm_convergence(book, item: str, up, data: RMData, params: ExperimentParams,
+                   tol: float = RM_CONVERGENCE_TOL) -> pd.DataFrame:
     """The doubling test of RM's transformation on the upgrade `up` (`rm_upgrade`): its merge's AUC$_{CMC}$ (top-1) and
     AUC$_{mAP}$ after the recipe's epochs and after twice as many, recorded under `item` as 'RM (recipe)' and
     'RM (twice the epochs)' (`rm_convergence_claims` checks that they differ by less than `tol`)."""
@@ -193,7 +206,8 @@ def rm_convergence(book, item: str, up, data: RMData, params: ExperimentParams, 
         return {f'AUC_{x}': curve_auc(c['RM'], x) for x in ('top1', m)}
     r = doubling_check(score, n, tol)
     for metric, row in r.iterrows():
-        book.add(item, 'RM (recipe)', metric, float(row[f'at {n}'])); book.add(item, 'RM (twice the epochs)', metric, float(row[f'at {2*n}']))
+        book.add(item, 'RM (recipe)', metric, float(row[f'at {n}']))
+        book.add(item, 'RM (twice the epochs)', metric, float(row[f'at {2*n}']))
     return r
 
 # %% ../nbs/18_rm.ipynb #7317fc8e
@@ -205,7 +219,8 @@ class RMUpgrade(NamedTuple):
     E: RMEval
     orders: dict
 
-def rm_upgrade(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), upgrade: str|None = None) -> RMUpgrade:
+def rm_upgrade(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'),
+               upgrade: str|None = None) -> RMUpgrade:
     "`rm_specs`, `rm_eval` and `rm_orders` of one upgrade (its own old classifier orders its gallery)."
     specs = rm_specs(params, data, baselines, upgrade)
     E = rm_eval(specs, data, params)
@@ -213,21 +228,26 @@ def rm_upgrade(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT')
 
 def rm_comparison(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, methods=RM_TABLE1,
                   figure: str|None = None, report_methods=None) -> tuple[dict, dict]:
-    "(curves, steps) of `methods` on the upgrade `up`, backfilled in old-classifier order, recorded under `item` (`report_methods`, default all)."
+    """(curves, steps) of `methods` on the upgrade `up`, backfilled in old-classifier order, recorded under `item`
+    (`report_methods`, default all)."""
     curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], methods), data, up.E)
     rm_report(book, item, curves, steps, data, figure=figure, methods=report_methods)
     return curves, steps
 
-def rm_loss_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, mcl: tuple) -> pd.DataFrame:
+def rm_loss_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams,
+                     mcl: tuple) -> pd.DataFrame:
     """Figure 8 on the upgrade `up`: CL-S, CL-M and MCL, whose (curve, steps) `mcl` is RM's own from the table, recorded
     under `item` with its figure."""
-    curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('CL-S', 'CL-M')), data, up.E)
+    curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('CL-S', 'CL-M')),
+                              data, up.E)
     curves['MCL'], steps['MCL'] = mcl
     return rm_report(book, item, curves, steps, data, figure=item, methods=['CL-S', 'CL-M', 'MCL'])
 
-def rm_temperature_sweep(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, taus=RM_TAUS) -> pd.DataFrame:
-    """MCL and CL-M (with $\\rho$) trained at every temperature of `taus` on the upgrade `up`, their merges' AUCs recorded
-    under `item` as 'MCL (tau=...)' and 'CL-M (tau=...)'; a table with a row per $\\tau$ and MCL's lead over CL-M."""
+def rm_temperature_sweep(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams,
+                         taus=RM_TAUS) -> pd.DataFrame:
+    """MCL and CL-M (with $\\rho$) trained at every temperature of `taus` on the upgrade `up`, their merges' AUCs
+    recorded under `item` as 'MCL (tau=...)' and 'CL-M (tau=...)'; a table with a row per $\\tau$ and MCL's lead over
+    CL-M."""
     rows = {}
     for tau in taus:
         c, _ = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('RM', 'CL-M'), tau=tau),
@@ -257,14 +277,17 @@ def rm_open_class(book, item: str, up: RMUpgrade, data: RMData, params: Experime
 
 # %% ../nbs/18_rm.ipynb #055067a6
 def rm_key(method: str) -> str:
-    "A row of RM's comparison as claim keys name it: lower case, every run of other characters one dash ('RM (RQT)': 'rm-rqt')."
+    """A row of RM's comparison as claim keys name it: lower case, every run of other characters one dash ('RM
+    (RQT)': 'rm-rqt')."""
     return re.sub(r'[^a-z0-9]+', '-', method.lower()).strip('-')
 
 def rm_rises(item: str, method: str, metric: str) -> list:
-    r"""The margin of `method`'s curve of `metric` in `item` rising without a drop between consecutive t of `RM_FRACTIONS`:
+    r"""The margin of `method`'s curve of `metric` in `item` rising without a drop between consecutive t of
+    `RM_FRACTIONS`:
     1 plus its smallest step, $1 + \min_t (v_{t+0.1} - v_t)$, read off the values recorded at every t; where it drops,
     1 minus its largest drop."""
-    return least(*[linear({(item, method, f'{metric} at t={b:.1f}'): 1., (item, method, f'{metric} at t={a:.1f}'): -1.}, 1.)
+    return least(*[linear({(item, method, f'{metric} at t={b:.1f}'): 1.,
+                           (item, method, f'{metric} at t={a:.1f}'): -1.}, 1.)
                    for a, b in zip(RM_FRACTIONS, RM_FRACTIONS[1:])])
 
 def rm_rises_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str):
@@ -275,7 +298,8 @@ def rm_rises_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str)
 
 def rm_merge_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str = 'RM naive', end: str = 'at or above'):
     """Claim 1 (see above) on `method`'s merge in `item`: it rises without negative flips; for the naive merge the
-    checks $\\mathcal{M}_0$ = old/old and $\\mathcal{M}_1$ = new/new, for RM eq. 6 and eq. 7 (`end='above'`: strictly)."""
+    checks $\\mathcal{M}_0$ = old/old and $\\mathcal{M}_1$ = new/new, for RM eq. 6 and eq. 7 (`end='above'`:
+    strictly)."""
     if end not in ('at or above', 'above'): raise ValueError(f"end={end!r}: use 'at or above' or 'above'")
     rm_rises_claims(C, key, item, data, method)
     k = rm_key(method)
@@ -290,32 +314,40 @@ def rm_merge_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str 
         if end == 'above': C.claim(f'{key}-{k}-ends-above-new/{x}', diff(m1, n1))
         else: C.claim(f'{key}-{k}-ends-at-or-above-new/{x}', linear({m1: 1., n1: -1.}, 1.))
 
-RACT_LEARNS_WITHIN = 10.   # top-1 points RACT's model may end below the independent new model's and still count as learned
+RACT_LEARNS_WITHIN = 10.   # top-1 points RACT's model may end below the independent new model's and still count as
+                           # learned
 
 def rm_ract_learns_check(C: ClaimSet, key: str, item: str):
     """The check that the RACT row is a baseline that learned (its model's self-test at t = 1, fully backfilled, within
-    `RACT_LEARNS_WITHIN` points of top-1 of the independent new model's; a collapsed RACT would make "RM beats RACT" hold
-    against a broken baseline), key `{key}-ract-learns`."""
-    return C.claim(f'{key}-ract-learns', linear({(item, 'RACT', 'top1 at t=1.0'): 1., (item, 'new', 'top1 at t=1.0'): -1.},
+    `RACT_LEARNS_WITHIN` points of top-1 of the independent new model's; a collapsed RACT would make "RM beats RACT"
+    hold against a broken baseline), key `{key}-ract-learns`."""
+    return C.claim(f'{key}-ract-learns', linear({(item, 'RACT', 'top1 at t=1.0'): 1.,
+                                                 (item, 'new', 'top1 at t=1.0'): -1.},
                                                 RACT_LEARNS_WITHIN))
 
-def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_100: bool = False, side_info: str = 'helps',
-                     merge: bool = True, competitive_top1=('BCT', 'BiCT')):
+def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_100: bool = False,
+                     side_info: str = 'helps', merge: bool = True, competitive_top1=('BCT', 'BiCT')):
     """Claim 2 (see above) on Table 1 or A2 `item` (its name starts with 'Table 1' or 'Table A2'), with RM's merge
     conditions (`merge`); `side_info`: 'helps' or 'not useful' (Market-1501); `gain_over_100` where the paper's own Gain
     of RM exceeds 100 %; `competitive_top1`: the rows Table 1 puts below the naive merge in AUC$_{CMC}$."""
-    if side_info not in ('helps', 'not useful'): raise ValueError(f"side_info={side_info!r}: use 'helps' or 'not useful'")
-    if not item.startswith(('Table 1', 'Table A2')): raise ValueError(f"item={item!r}: name it 'Table 1 (...)' or 'Table A2 (...)'")
+    if side_info not in ('helps', 'not useful'):
+        raise ValueError(f"side_info={side_info!r}: use 'helps' or 'not useful'")
+    if not item.startswith(('Table 1', 'Table A2')):
+        raise ValueError(f"item={item!r}: name it 'Table 1 (...)' or 'Table A2 (...)'")
     table1 = item.startswith('Table 1')
     m, others = data.map_metric, [k for k in RM_TABLE1 if k not in ('old', 'new', 'RM')]
     auc = lambda k, x: (item, k, f'AUC_{x}')
     for x in ('top1', m):
         C.claim(f'{key}-rm-best/AUC_{x}', best_of(item, 'RM', others, f'AUC_{x}'))
         C.claim(f'{key}-rm-above-fct/AUC_{x}', diff(auc('RM', x), auc('FCT', x)))
-        if side_info == 'helps': C.claim(f'{key}-fct-side-info-helps/AUC_{x}', diff(auc('FCT (side-info)', x), auc('FCT', x)))
-        else: C.claim(f'{key}-fct-side-info-not-useful/AUC_{x}', linear({auc('FCT (side-info)', x): -1., auc('FCT', x): 1.}, 1.))
+        if side_info == 'helps':
+            C.claim(f'{key}-fct-side-info-helps/AUC_{x}', diff(auc('FCT (side-info)', x), auc('FCT', x)))
+        else:
+            C.claim(f'{key}-fct-side-info-not-useful/AUC_{x}',
+                    linear({auc('FCT (side-info)', x): -1., auc('FCT', x): 1.}, 1.))
         for k in ('BiCT', 'RACT'):
-            C.claim(f'{key}-{rm_key(k)}-ends-below-new/{x}', diff((item, 'new', f'{x} at t=1.0'), (item, k, f'{x} at t=1.0')))
+            C.claim(f'{key}-{rm_key(k)}-ends-below-new/{x}', diff((item, 'new', f'{x} at t=1.0'),
+                                                                  (item, k, f'{x} at t=1.0')))
         C.claim(f'{key}-bict-negative-flips/{x}', above((item, 'BiCT', f'largest drop of {x}_t'), 1.))
         if table1:
             for k in (('BCT', 'BiCT') if x == m else competitive_top1):
@@ -346,8 +378,10 @@ def rm_loss_claims(C: ClaimSet, key: str, item: str, data: RMData):
     rm_rises_claims(C, key, item, data, 'MCL')
 
 def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
-    "The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS` during backfilling, 0 < t < 1 (the end points left out)."
-    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}')) for t in RM_FRACTIONS[1:-1]])
+    """The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS` during backfilling, 0 < t < 1 (the end
+    points left out)."""
+    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}'))
+                   for t in RM_FRACTIONS[1:-1]])
 
 def rm_open_class_claims(C: ClaimSet, key: str, item: str, data: RMData):
     """Claim 5 (see above) on Figure 9 `item`, with the naive merge's and RM's conditions (RM above RACT at 0 < t < 1;
@@ -367,7 +401,8 @@ def rm_order_claims(C: ClaimSet, key: str, item: str, data: RMData):
     the average performance during backfilling")."""
     for o in ('old classifier', 'centroid'):
         for x in ('top1', data.map_metric):
-            C.claim(f'{key}-{rm_key(o)}-above-random/AUC_{x}', diff((item, o, f'AUC_{x}'), (item, 'random', f'AUC_{x}')))
+            C.claim(f'{key}-{rm_key(o)}-above-random/AUC_{x}', diff((item, o, f'AUC_{x}'),
+                                                                    (item, 'random', f'AUC_{x}')))
 
 def rm_upgrade_check(C: ClaimSet, key: str, item: str) -> dict:
     """On the item of a heterogeneous upgrade (the new model's architecture differs from the old one's, `RM_UPGRADES`),

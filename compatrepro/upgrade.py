@@ -17,7 +17,8 @@ from .core import stage, atomic_path, get_device
 from .retrieval import as_features
 from .metrics import retrieval_metrics, retrieval_hits, nfr, is_compatible, update_gain, m_tilde
 from .backfill import (check_order, order_from_scores, random_order, entropy_order, margin_order,
-                                  least_confidence_order, sigma_order, backfill_curve, plot_backfill_curves, plot_nfr_curves)
+                                  least_confidence_order, sigma_order, backfill_curve, plot_backfill_curves,
+                                  plot_nfr_curves)
 from .experiments import curve_auc
 from .specs import BackboneSpec, transformation_spec
 from .models import ClassifierHead, load_transformation
@@ -32,19 +33,21 @@ __all__ = ['UPGRADE_ARRAYS', 'UPGRADE_PREFIXES', 'UPGRADE_REQUIRED', 'UPGRADE_TR
 
 # %% ../nbs/97_upgrade.ipynb #663a2383
 UPGRADE_ARRAYS = {
-    'gallery_old': "(n, d_old) the gallery's features by the old model, phi_old(G), or a transformation's h(phi_old(G))",
+    'gallery_old': "(n, d_old) the gallery's features by the old model, phi_old(G), or a transformation's "
+                   "h(phi_old(G))",
     'gallery_new': "(n, d_new) the same gallery images' features by the new model, phi_new(G)",
     'gallery_labels': "(n,) each gallery image's class or identity (integers or strings)",
     'query_new': "(m, d_new) the queries' features by the new model; without it every gallery image is a query that "
                  "excludes itself",
     'query_labels': "(m,) each query's class or identity, with query_new",
-    'query_old': "(m, d_old) the same queries' features by the old model, with query_new (without query_new: gallery_old)",
+    'query_old': "(m, d_old) the same queries' features by the old model, with query_new (without query_new: "
+                 "gallery_old)",
     'gallery_logits': "(n, C) a classifier's logits on gallery_old: RACT's uncertainty orders",
     'train_old': "(t, d_old) the old model's features of training images (not the gallery's), for a transformation",
     'train_new': "(t, d_new) the same training images' features by the new model",
     'train_labels': "(t,) each training image's class or identity",
-    'new_classifier': "(C, d_new) the new model's linear classifier kappa_new, with train_labels its row indices 0..C-1: "
-                      "FastFill's L_disc",
+    'new_classifier': "(C, d_new) the new model's linear classifier kappa_new, with train_labels its row indices "
+                      "0..C-1: FastFill's L_disc",
     'new_classifier_bias': "(C,) its bias, with new_classifier",
 }
 UPGRADE_PREFIXES = {'score_': "(n,) a backfilling priority per gallery image, the largest backfilled first "
@@ -53,7 +56,8 @@ UPGRADE_PREFIXES = {'score_': "(n,) a backfilling priority per gallery image, th
 UPGRADE_REQUIRED = ('gallery_old', 'gallery_new', 'gallery_labels')
 UPGRADE_TRAIN = ('train_old', 'train_new', 'train_labels')
 UPGRADE_CLASSIFIER = ('new_classifier', 'new_classifier_bias')
-UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert', 'RM': 'mcl'}   # method: its objective (07_train; the last section)
+# method: its objective (07_train; the last section)
+UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert', 'RM': 'mcl'}
 UPGRADE_RM_BLOCKS = 2   # RM's psi and rho blocks (App. B.2: CIFAR-100, Market-1501)
 
 # %% ../nbs/97_upgrade.ipynb #d643689b
@@ -80,17 +84,23 @@ def _label_vector(y, n: int, name: str, of: str) -> np.ndarray:
 # %% ../nbs/97_upgrade.ipynb #362fab9c
 def _check_classifier(F: dict):
     "`new_classifier` (and its bias) against the training arrays: its rows are the classes that `train_labels` index."
-    if 'new_classifier' not in F: raise ValueError("new_classifier_bias needs new_classifier, the weights it belongs to")
-    if 'train_old' not in F: raise ValueError("new_classifier trains FastFill's transformation: give train_old, train_new and train_labels too")
+    if 'new_classifier' not in F:
+        raise ValueError("new_classifier_bias needs new_classifier, the weights it belongs to")
+    if 'train_old' not in F:
+        raise ValueError("new_classifier trains FastFill's transformation: give train_old, train_new and train_labels "
+                         "too")
     W, y = F['new_classifier'], F['train_labels']
     if W.shape[1] != F['train_new'].shape[1]:
-        raise ValueError(f"new_classifier has dimension {W.shape[1]} but train_new has {F['train_new'].shape[1]}: it reads the new model's features")
+        raise ValueError(f"new_classifier has dimension {W.shape[1]} but train_new has {F['train_new'].shape[1]}: it "
+                         "reads the new model's features")
     if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= len(W):
         raise ValueError(f"with new_classifier, train_labels are its row indices, integers from 0 to {len(W) - 1}")
     if 'new_classifier_bias' in F:
-        F['new_classifier_bias'] = as_features(np.asarray(F['new_classifier_bias']).reshape(1, -1), 'new_classifier_bias', device=W.device)[0]
+        F['new_classifier_bias'] = as_features(np.asarray(F['new_classifier_bias']).reshape(1, -1),
+                                               'new_classifier_bias', device=W.device)[0]
         if len(F['new_classifier_bias']) != len(W):
-            raise ValueError(f"new_classifier_bias has {len(F['new_classifier_bias'])} values but new_classifier has {len(W)} rows")
+            raise ValueError(f"new_classifier_bias has {len(F['new_classifier_bias'])} values but new_classifier has "
+                             f"{len(W)} rows")
 
 def upgrade_features(arrays: Mapping, device=None) -> dict:
     """The arrays of one upgrade (names: `UPGRADE_ARRAYS`, `UPGRADE_PREFIXES`), checked, with the query set filled in:
@@ -107,37 +117,46 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
     if (objects := [k for k, v in F.items() if getattr(v, 'dtype', None) == object and not k.endswith('_labels')]):
         raise ValueError(f"{objects[0]} holds Python objects (dtype object), not numbers: save it as numbers, e.g. "
                          f"np.asarray({objects[0]}, dtype=np.float32) (only labels may be strings)")
-    for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits', 'train_old', 'train_new', 'new_classifier'):
+    for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits', 'train_old', 'train_new',
+              'new_classifier'):
         if k in F: F[k] = as_features(F[k], k, device=dev)
     n = len(F['gallery_old'])
     if len(F['gallery_new']) != n:
-        raise ValueError(f"gallery_new has {len(F['gallery_new'])} rows but gallery_old has {n}: both embed the same gallery images")
+        raise ValueError(f"gallery_new has {len(F['gallery_new'])} rows but gallery_old has {n}: both embed the same "
+                         "gallery images")
     F['gallery_labels'] = _label_vector(F['gallery_labels'], n, 'gallery_labels', 'gallery_old')
     if ('query_new' in F) != ('query_labels' in F):
         raise ValueError("query_new and query_labels come together: the queries' new features and their labels")
     F['query_is_gallery'] = 'query_new' not in F
     if F['query_is_gallery']:
-        if 'query_old' in F: raise ValueError("query_old needs query_new: without a query set the gallery's images are the queries, "
-                                              "and their old features are gallery_old")
+        if 'query_old' in F:
+            raise ValueError("query_old needs query_new: without a query set the gallery's images are the queries, "
+                             "and their old features are gallery_old")
         F.update(query_new=F['gallery_new'], query_labels=F['gallery_labels'], query_old=F['gallery_old'])
     else:
         F['query_labels'] = _label_vector(F['query_labels'], len(F['query_new']), 'query_labels', 'query_new')
         if 'query_old' in F and len(F['query_old']) != len(F['query_new']):
-            raise ValueError(f"query_old has {len(F['query_old'])} rows but query_new has {len(F['query_new'])}: both embed the same queries")
+            raise ValueError(f"query_old has {len(F['query_old'])} rows but query_new has {len(F['query_new'])}: both "
+                             "embed the same queries")
     if F['query_new'].shape[1] != F['gallery_new'].shape[1]:
-        raise ValueError(f"query_new has dimension {F['query_new'].shape[1]} but gallery_new has {F['gallery_new'].shape[1]}: both are the new model's")
+        raise ValueError(f"query_new has dimension {F['query_new'].shape[1]} but gallery_new has "
+                         f"{F['gallery_new'].shape[1]}: both are the new model's")
     if 'query_old' in F and F['query_old'].shape[1] != F['gallery_old'].shape[1]:
-        raise ValueError(f"query_old has dimension {F['query_old'].shape[1]} but gallery_old has {F['gallery_old'].shape[1]}: both are the old model's")
+        raise ValueError(f"query_old has dimension {F['query_old'].shape[1]} but gallery_old has "
+                         f"{F['gallery_old'].shape[1]}: both are the old model's")
     if 'gallery_logits' in F and len(F['gallery_logits']) != n:
         raise ValueError(f"gallery_logits has {len(F['gallery_logits'])} rows but the gallery has {n}")
     if any(k in F for k in UPGRADE_TRAIN):
         if (missing := [k for k in UPGRADE_TRAIN if k not in F]):
-            raise ValueError(f"{', '.join(UPGRADE_TRAIN)} come together (a transformation's training set); missing: {', '.join(missing)}")
+            raise ValueError(f"{', '.join(UPGRADE_TRAIN)} come together (a transformation's training set); missing: "
+                             f"{', '.join(missing)}")
         if len(F['train_new']) != len(F['train_old']):
-            raise ValueError(f"train_new has {len(F['train_new'])} rows but train_old has {len(F['train_old'])}: both embed the same training images")
+            raise ValueError(f"train_new has {len(F['train_new'])} rows but train_old has {len(F['train_old'])}: both "
+                             "embed the same training images")
         for k, g in (('train_old', 'gallery_old'), ('train_new', 'gallery_new')):
             if F[k].shape[1] != F[g].shape[1]:
-                raise ValueError(f"{k} has dimension {F[k].shape[1]} but {g} has {F[g].shape[1]}: both are the same model's")
+                raise ValueError(f"{k} has dimension {F[k].shape[1]} but {g} has {F[g].shape[1]}: both are the same "
+                                 "model's")
         F['train_labels'] = _label_vector(F['train_labels'], len(F['train_old']), 'train_labels', 'train_old')
     if any(k in F for k in UPGRADE_CLASSIFIER): _check_classifier(F)
     for k in [k for k in F if k.startswith('score_')]:
@@ -182,9 +201,11 @@ def _npz_arrays(path: Path) -> dict:
     return out
 
 def load_upgrade_features(path: str|Path, device=None) -> dict:
-    "`upgrade_features` of the arrays in the `.npz` file `path` (`numpy.savez(path, gallery_old=..., ...)`), on `device`."
+    """`upgrade_features` of the arrays in the `.npz` file `path` (`numpy.savez(path, gallery_old=..., ...)`), on
+    `device`."""
     path = Path(path)
-    if not path.is_file(): raise FileNotFoundError(f"{path}: no such file (an .npz of the upgrade's arrays, numpy.savez)")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (an .npz of the upgrade's arrays, numpy.savez)")
     try: arrays = _npz_arrays(path)
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise ValueError(f"{path} cannot be read as an .npz file of arrays (numpy.savez): {e}") from None
@@ -193,7 +214,8 @@ def load_upgrade_features(path: str|Path, device=None) -> dict:
 # %% ../nbs/97_upgrade.ipynb #4ff4f75b
 def upgrade_orders(F: dict, seed: int = 0) -> dict[str, np.ndarray]:
     """The backfilling orders of the upgrade `F` (`upgrade_features`): 'random' (seeded), each `score_<name>` largest
-    first, each `order_<name>`, and with `gallery_logits` RACT's 'entropy', 'margin' and 'least confidence' (eqs. 9-11)."""
+    first, each `order_<name>`, and with `gallery_logits` RACT's 'entropy', 'margin' and 'least confidence' (eqs.
+    9-11)."""
     out = {'random': random_order(len(F['gallery_old']), seed)}
     out |= {k[len('score_'):]: order_from_scores(v) for k, v in F.items() if k.startswith('score_')}
     out |= {k[len('order_'):]: v for k, v in F.items() if k.startswith('order_')}
@@ -211,9 +233,11 @@ def model_pairs(F: dict) -> dict[str, tuple]:
     p['(new, new)'] = (F['query_new'], F['gallery_new'])
     return p
 
-def pair_values(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2', pairs: dict|None = None) -> dict[str, pd.DataFrame]:
-    """{pair of `pairs` (default `model_pairs(F)`): each query's `metrics` and top-1 in percent, NaN where it has nothing
-    of its class to find} (`retrieval_metrics(per_query=True)`): one search per pair gives its table's row and its hits."""
+def pair_values(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2',
+                pairs: dict|None = None) -> dict[str, pd.DataFrame]:
+    """{pair of `pairs` (default `model_pairs(F)`): each query's `metrics` and top-1 in percent, NaN where it has
+    nothing of its class to find} (`retrieval_metrics(per_query=True)`): one search per pair gives its table's row
+    and its hits."""
     ms = list(dict.fromkeys([*metrics, 'top1']))
     return {p: retrieval_metrics(q, g, F['query_labels'], F['gallery_labels'], ms, distance, F['query_is_gallery'],
                                  per_query=True) for p, (q, g) in (model_pairs(F) if pairs is None else pairs).items()}
@@ -224,27 +248,29 @@ def _hits(values: pd.DataFrame) -> np.ndarray:
 
 def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2', values: dict|None = None,
                         cross=('(new, old)',)) -> pd.DataFrame:
-    r"""$M(\phi_q(\mathcal{Q}), \phi_g(\mathcal{G}))$ in percent of every pair of `model_pairs` (columns) for each metric
-    (rows), over `attrs['n_queries']` queries less `attrs['n_skipped']` that have nothing of their class to find; with
-    old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
-    $M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$ (eq. 2) and the update gain (eq. 9, a fraction, with this new
-    model's (new, new) as the level of a full backfill; NaN where eq. 2 fails or the new model is no better).
+    r"""$M(\phi_q(\mathcal{Q}), \phi_g(\mathcal{G}))$ in percent of every pair of `model_pairs` (columns) for each
+    metric (rows), over `attrs['n_queries']` queries less `attrs['n_skipped']` that have nothing of their class to find;
+    with old queries also NFR@1 against (old, old) (RACT eq. 12), and with (new, old) BCT's criterion
+    $M(\phi_{new}, \phi_{old}) > M(\phi_{old}, \phi_{old})$ (eq. 2) and the update gain (eq. 9, a fraction, with this
+    new model's (new, new) as the level of a full backfill; NaN where eq. 2 fails or the new model is no better).
     `values`: the pairs' `pair_values`, when already searched; `cross`: the pairs judged by eq. 2 (a transformation's
     pairs, the last section, are named in the columns 'BCT eq. 2, <pair>' and 'update gain, <pair>')."""
     values = values or pair_values(F, metrics, distance)
     n, skipped = len(values['(new, new)']), int(values['(new, new)']['top1'].isna().sum())
     if n == skipped:
         raise ValueError(f"none of the {n} queries has an image of its class in the gallery"
-                         + (' besides itself' if F['query_is_gallery'] else '') + ": check that the labels name the same "
-                         "classes (a class needs two images when the gallery is its own query set)")
+                         + (' besides itself' if F['query_is_gallery'] else '')
+                         + ": check that the labels name the same classes (a class needs two images when the gallery "
+                           "is its own query set)")
     t = pd.DataFrame({p: v[list(metrics)].mean() for p, v in values.items()})     # the mean over the queries that count
     if '(old, old)' in values and (ref := _hits(values['(old, old)'])).any():
         t.loc['NFR@1'] = {p: nfr(ref, _hits(v)) for p, v in values.items()}
     for p in [p for p in cross if p in values and '(old, old)' in values]:
         oo, no, nn, sfx = t['(old, old)'], t[p], t['(new, new)'], '' if p == '(new, old)' else f', {p}'
         t['BCT eq. 2' + sfx] = pd.Series({m: is_compatible(no[m], oo[m]) for m in metrics})
-        t['update gain' + sfx] = pd.Series({m: update_gain(no[m], oo[m], nn[m]) if is_compatible(no[m], oo[m]) and nn[m] != oo[m]
-                                            else np.nan for m in metrics})
+        t['update gain' + sfx] = pd.Series({m: update_gain(no[m], oo[m], nn[m])
+                                               if is_compatible(no[m], oo[m]) and nn[m] != oo[m] else np.nan
+                                            for m in metrics})
     t.index.name = 'metric'
     t.attrs.update(n_queries=n, n_skipped=skipped)   # skipped: nothing of its class to find
     return t
@@ -253,9 +279,9 @@ def compatibility_table(F: dict, metrics=('top1', 'mAP'), distance: str = 'l2', 
 def no_curves_because(F: dict) -> str:
     "Why the upgrade `F` has no backfilling curves ('' when it has): old and new features of two dimensions."
     do, dn = F['gallery_old'].shape[1], F['gallery_new'].shape[1]
-    return '' if do == dn else (f"gallery_old has dimension {do} but gallery_new has {dn}: a partly backfilled gallery needs "
-                                "features of one dimension; give a transformation's output h(phi_old(G)) as gallery_old (FCT, "
-                                "FastFill), or train the new model to be compatible (BCT, RACT)")
+    return '' if do == dn else (f"gallery_old has dimension {do} but gallery_new has {dn}: a partly backfilled gallery "
+                                "needs features of one dimension; give a transformation's output h(phi_old(G)) as "
+                                "gallery_old (FCT, FastFill), or train the new model to be compatible (BCT, RACT)")
 
 def upgrade_curves(F: dict, orders: dict, fractions=None, metrics=('top1', 'mAP'), distance: str = 'l2',
                    old_hits: np.ndarray|None = None, label: str = '', mixed: bool = True) -> dict[str, pd.DataFrame]:
@@ -278,13 +304,15 @@ def upgrade_curves(F: dict, orders: dict, fractions=None, metrics=('top1', 'mAP'
     for name, order in orders.items():
         with stage(f'backfilling curve of the {name} order ({len(order)} gallery items)'):
             if mixed: out[f'{name}{label}'] = backfill_curve(*args, order, fractions, **kw)
-            if 'query_old' in F: out[f'{name}{label}, rank merge'] = backfill_curve(*args, order, fractions, query_old=F['query_old'], **kw)
+            if 'query_old' in F:
+                out[f'{name}{label}, rank merge'] = backfill_curve(*args, order, fractions,
+                                                                   query_old=F['query_old'], **kw)
     return out
 
 # %% ../nbs/97_upgrade.ipynb #157dbe99
 def curve_summary(curves: dict) -> pd.DataFrame:
-    r"""Each curve's metrics at 0 % and 100 % backfilled, their mean over the fractions ($\widetilde{M}$, FastFill eq. 6,
-    for equally spaced fractions) and their area $\text{AUC}_M$ (RM sec. 3.2): one row per (metric, curve)."""
+    r"""Each curve's metrics at 0 % and 100 % backfilled, their mean over the fractions ($\widetilde{M}$, FastFill
+    eq. 6, for equally spaced fractions) and their area $\text{AUC}_M$ (RM sec. 3.2): one row per (metric, curve)."""
     rows = [dict(curve=name, metric=m, **{'at 0 %': c[m].loc[0.], 'mean (FastFill eq. 6)': m_tilde(c[m]),
                                           'AUC (RM)': curve_auc(c, m), 'at 100 %': c[m].loc[1.]})
             for m in next(iter(curves.values())).columns for name, c in curves.items()]
@@ -319,12 +347,14 @@ def plot_upgrade(curves: dict, compatibility: pd.DataFrame, title: str = ''):
     rows = {k: v for k, v in rows.items() if v}
     metrics = list(next(iter(curves.values())).columns)
     orders = list(dict.fromkeys(_order_and_method(k)[0] for cs in rows.values() for k in cs))
-    fig, axs = plt.subplots(len(rows), len(metrics), figsize=(5.5*len(metrics), 4*len(rows)), squeeze=False, sharey='col')
+    fig, axs = plt.subplots(len(rows), len(metrics), figsize=(5.5*len(metrics), 4*len(rows)), squeeze=False,
+                            sharey='col')
     for row, (how, cs) in zip(axs, rows.items()):
         for ax, m in zip(row, metrics):
             if m.startswith('NFR'): plot_nfr_curves(cs, m, f'{m}, {how}', ax=ax)
             else:
-                refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)') if p in compatibility and m in compatibility.index}
+                refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)')
+                        if p in compatibility and m in compatibility.index}
                 plot_backfill_curves(cs, m, f'{m}, {how}', area='auc', ax=ax, references=refs)
             _restyle_curves(ax, list(cs), orders)
     fig.suptitle(title, fontsize=10); fig.tight_layout()
@@ -350,14 +380,18 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     transformation as transformation_<method>.pt (`torch.load`, then `load_transformation`)."""
     if out is not None: _check_report_folder(Path(out))   # before any work: a report that cannot be written loses it
     F = (load_upgrade_features if isinstance(features, (str, Path)) else upgrade_features)(features, device)
-    if int(points) != points or points < 2: raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
-    for m in transforms: upgrade_transformation_spec(F, m, seed, distance, **transform_overrides)   # bad input fails before any training
-    T = {m: transformed_upgrade(F, m, train_upgrade_transformation(F, m, seed, distance, show_progress, **transform_overrides))
+    if int(points) != points or points < 2:
+        raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
+    # bad input fails before any training
+    for m in transforms: upgrade_transformation_spec(F, m, seed, distance, **transform_overrides)
+    T = {m: transformed_upgrade(F, m, train_upgrade_transformation(F, m, seed, distance, show_progress,
+                                                                   **transform_overrides))
          for m in dict.fromkeys(transforms)}
     with stage('compatibility of the old and new features'):
         values = pair_values(F, metrics, distance)
         for t in T.values(): values |= pair_values(t.arrays, metrics, distance, t.pairs)
-        compat = compatibility_table(F, metrics, distance, values, ('(new, old)', *(next(iter(t.pairs)) for t in T.values())))
+        compat = compatibility_table(F, metrics, distance, values,
+                                     ('(new, old)', *(next(iter(t.pairs)) for t in T.values())))
     arts = {m: t.artifact for m, t in T.items()}
     old_hits = _hits(values['(old, old)']) if '(old, old)' in values else None
     fractions, why = np.linspace(0, 1, int(points)), no_curves_because(F)
@@ -406,12 +440,13 @@ def _written(r: UpgradeReport, out) -> UpgradeReport:
 # %% ../nbs/97_upgrade.ipynb #793b105a
 def example_upgrade(seed: int = 0, n_classes: int = 20, per_class: int = 10, d: int = 16, incompatible: bool = False,
                     train_per_class: int = 0) -> dict:
-    r"""The arrays of a made-up upgrade: image $i$ of class $k$ lies at $p_i = c_k + 0.8\,\epsilon_i$; the old model sees
-    $p_i + 0.9\,\eta_i$, the new one $p_i + 0.4\,\eta'_i$ (same space: compatible, and better), and a classifier that
-    knows the centres $c_k$ gives `gallery_logits` $-\frac12\|\phi_{old} - c_k\|^2$. `incompatible`: the old model's
-    features turned by a random orthogonal $Q$, $(p_i + 0.9\,\eta_i)Q$. `train_per_class`: that many training images
-    of each class too (`train_old`, `train_new`, `train_labels`), for a transformation, and the new model's classifier
-    that knows the centres, $\kappa_{new}(x) = x c_k^\top - \frac12\|c_k\|^2$ (`new_classifier`, `new_classifier_bias`:
+    r"""The arrays of a made-up upgrade: image $i$ of class $k$ lies at $p_i = c_k + 0.8\,\epsilon_i$; the old model
+    sees $p_i + 0.9\,\eta_i$, the new one $p_i + 0.4\,\eta'_i$ (same space: compatible, and better), and a classifier
+    that knows the centres $c_k$ gives `gallery_logits` $-\frac12\|\phi_{old} - c_k\|^2$. `incompatible`: the old
+    model's features turned by a random orthogonal $Q$, $(p_i + 0.9\,\eta_i)Q$. `train_per_class`: that many training
+    images of each class too (`train_old`, `train_new`, `train_labels`), for a transformation, and the new model's
+    classifier that knows the centres, $\kappa_{new}(x) = x c_k^\top - \frac12\|c_k\|^2$ (`new_classifier`,
+    `new_classifier_bias`:
     the nearest centre's logits less a constant per image)."""
     g = np.random.default_rng(seed)
     c = g.standard_normal((n_classes, d))
@@ -435,7 +470,8 @@ def upgrade_batch_size(n: int, recipe: int = 1024) -> int:
     "The recipe's batch, halved while an epoch of `n` training images has fewer than eight steps (at least 8)."
     b = recipe
     while b > 8 and n < 8 * b: b //= 2
-    if n < b: raise ValueError(f"{n} training images are fewer than one batch of {b}: give more train_old/train_new rows")
+    if n < b:
+        raise ValueError(f"{n} training images are fewer than one batch of {b}: give more train_old/train_new rows")
     return b
 
 def upgrade_transformation_spec(F: dict, method: str, seed: int = 0, distance: str = 'l2', **overrides):
@@ -449,10 +485,12 @@ def upgrade_transformation_spec(F: dict, method: str, seed: int = 0, distance: s
                          "train_new and train_labels (not the gallery's, whose accuracy it would flatter)")
     dims = [BackboneSpec(scale='paper', emb_dim=F[k].shape[1]) for k in ('train_old', 'train_new')]
     objective, kw = UPGRADE_TRANSFORMS[method], dict(seed=seed)
-    if 'disc' in objective and 'new_classifier' not in F: objective = objective.replace('disc+', '')   # no kappa_new: no L_disc
+    # no kappa_new: no L_disc
+    if 'disc' in objective and 'new_classifier' not in F: objective = objective.replace('disc+', '')
     if method == 'RM': kw.update(psi_blocks=UPGRADE_RM_BLOCKS, rho_blocks=UPGRADE_RM_BLOCKS, dist=distance)
     spec = transformation_spec(*dims, objective, **kw)
-    return transformation_spec(*dims, objective, **kw | dict(batch_size=upgrade_batch_size(len(F['train_old']), spec.batch_size))
+    return transformation_spec(*dims, objective,
+                               **kw | dict(batch_size=upgrade_batch_size(len(F['train_old']), spec.batch_size))
                                | overrides)
 
 def train_upgrade_transformation(F: dict, method: str, seed: int = 0, distance: str = 'l2', show_progress: bool = True,
@@ -472,7 +510,8 @@ def train_upgrade_transformation(F: dict, method: str, seed: int = 0, distance: 
                                     device=F['train_old'].device, show_progress=show_progress)
 
 class TransformedUpgrade(NamedTuple):
-    "An upgrade as a transformation sees it: its arrays (`upgrade_features`' names), its pairs (the first judged by eq. 2)."
+    """An upgrade as a transformation sees it: its arrays (`upgrade_features`' names), its pairs (the first judged by
+    eq. 2)."""
     arrays: dict
     pairs: dict            # {name: (query, gallery)}
     mixed: bool            # False: rank merge only (RM)
