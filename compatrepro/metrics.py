@@ -361,8 +361,7 @@ def template_features(features, template_ids, normalize_images: bool = False, me
             m = torch.zeros(len(first), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, g_t, x)
             m /= torch.bincount(g_t, minlength=len(first))[:, None].to(x.dtype)          # the mean of each media
             out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(
-                # the sum of a template's media
-                0, torch.as_tensor(inv.ravel()[first], device=x.device), m)
+                0, torch.as_tensor(inv.ravel()[first], device=x.device), m)  # the sum of a template's media
             return uniq, prepare_features(out, 'cosine', 'template features (the sum of a template\'s media is zero)')
     inv_t = torch.as_tensor(inv, device=x.device)
     out = torch.zeros(len(uniq), x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, inv_t, x)

@@ -43,11 +43,9 @@ RACT_METHODS = {   # name -> the compatibility term(s) of the new model, given t
     'vanilla (triplet)': lambda old: CompatSpec('comp-triplet', old),             # eq. 14, m = 0.8
     'ours (triplet)': lambda old: CompatSpec('ra-comp-triplet', old),             # eq. 15
     'BCT': lambda old: CompatSpec('bct-syn', old),                                # BCT's influence loss (App. A.5)
-    # focal distillation (Yan et al. 2020), as OpenCompatible
-    'FD': lambda old: CompatSpec('focal', old, focus='new'),
+    'FD': lambda old: CompatSpec('focal', old, focus='new'),  # focal distillation (Yan et al. 2020), as OpenCompatible
     'BCT + ours': lambda old: (CompatSpec('bct-syn', old), ract_compat(old, 'ract', 'ra-comp')),   # Figure 16
-    # Li & Hoiem (Figure 18), as OpenCompatible
-    'LwF': lambda old: CompatSpec('lwf-ract', old, T=0.01),
+    'LwF': lambda old: CompatSpec('lwf-ract', old, T=0.01),  # Li & Hoiem (Figure 18), as OpenCompatible
 }
 
 def _pct(t: float) -> str: return f'{round(100*t)}%'
