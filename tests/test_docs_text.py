@@ -140,3 +140,15 @@ def test_a_long_table_shows_its_first_rows_and_folds_the_others(B):
     first, rest = B.folded_html_table(html).split('<details class="folded-table">')
     assert first.count('<tr>') - 1 == B.TABLE_ROWS_SHOWN + 2 and rest.count('<tr>') - 1 == 40 - B.TABLE_ROWS_SHOWN - 2
     assert first.startswith('<p>t</p><table class="dataframe"><thead>') and '<thead>' in rest
+
+
+def test_no_issue_numbers_in_what_readers_read():
+    "The docs and the notebooks' text say what and why, not which tracker issue: a reader has no tracker."
+    import re
+    pat = re.compile(r'\bissues? \d+', re.I)
+    found = [f"{f.relative_to(ROOT)}: {m.group()}" for f in sorted((ROOT/'docs').glob('*.md')) + sorted((ROOT/'docs').glob('*.csv'))
+             + [ROOT/'README.md'] for m in pat.finditer(f.read_text(encoding='utf-8'))]
+    for f in sorted((ROOT/'nbs').glob('*.ipynb')):
+        found += [f"{f.relative_to(ROOT)}: {m.group()}" for c in _load(f)['cells'] if c['cell_type'] == 'markdown'
+                  for m in pat.finditer(''.join(c['source']))]
+    assert not found, 'tracker issue numbers in the docs: ' + '; '.join(found)
