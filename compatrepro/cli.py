@@ -6,24 +6,42 @@
 from __future__ import annotations
 import argparse, contextlib, os, sys, textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
-from .core import SCALES, STANDIN_SCALES, get_device
-from .runs import (ITEM_STATES, check_results, declare_pending, item_claims, pending_notebooks, pending_path, pending_runs,
-                              pending_text,
-                              premise_text, reproduce, run_hours_text, status_table, findings_text)
+if TYPE_CHECKING: import pandas as pd    # for the annotations: the functions that run import pandas when they do
 
 # %% auto #0
 __all__ = ['STATUS_WIDTH', 'SUMMARY_STATES', 'README_START', 'README_END', 'format_status', 'format_summary', 'status_markdown',
            'write_readme_status', 'main']
 
 # %% ../nbs/98_cli.ipynb #994f3f1e
-from .runs import experiment_notebooks, find_nbs_dir, paper_items
-from .rehearsal import failure_cause, missing_datasets, missing_message, rehearse
-from .retrieval import DISTANCES
-from .upgrade import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS, example_upgrade, upgrade_report
+_SCALES = ('smoke', 'tiny', 'paper')                                                              # core.SCALES
+_ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')   # runs.ITEM_STATES
+_DISTANCES = ('l2', 'cosine')                                                                     # retrieval.DISTANCES
+_UPGRADE_TRANSFORMS = ('FCT', 'FastFill', 'RM')                                    # upgrade.UPGRADE_TRANSFORMS' names
+_UPGRADE_ARRAYS = {                                                                # upgrade.UPGRADE_ARRAYS
+    'gallery_old': "(n, d_old) the gallery's features by the old model, phi_old(G), or a transformation's "
+                   "h(phi_old(G))",
+    'gallery_new': "(n, d_new) the same gallery images' features by the new model, phi_new(G)",
+    'gallery_labels': "(n,) each gallery image's class or identity (integers or strings)",
+    'query_new': "(m, d_new) the queries' features by the new model; without it every gallery image is a query that "
+                 "excludes itself",
+    'query_labels': "(m,) each query's class or identity, with query_new",
+    'query_old': "(m, d_old) the same queries' features by the old model, with query_new (without query_new: "
+                 "gallery_old)",
+    'gallery_logits': "(n, C) a classifier's logits on gallery_old: RACT's uncertainty orders",
+    'train_old': "(t, d_old) the old model's features of training images (not the gallery's), for a transformation",
+    'train_new': "(t, d_new) the same training images' features by the new model",
+    'train_labels': "(t,) each training image's class or identity",
+    'new_classifier': "(C, d_new) the new model's linear classifier kappa_new, with train_labels its row indices "
+                      "0..C-1: FastFill's L_disc",
+    'new_classifier_bias': "(C,) its bias, with new_classifier",
+}
+_UPGRADE_PREFIXES = {                                                             # upgrade.UPGRADE_PREFIXES
+    'score_': "(n,) a backfilling priority per gallery image, the largest backfilled first "
+              "(e.g. score_sigma: FastFill's log sigma^2)",
+    'order_': "(n,) a backfilling order: every gallery index once, the first backfilled first",
+}
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 def _batch(v: str) -> int|None:
@@ -31,7 +49,8 @@ def _batch(v: str) -> int|None:
     if v == 'recipe': return None
     try: b = int(v)
     except ValueError: b = 0
-    if b < 1: raise argparse.ArgumentTypeError(f"{v!r}: give a positive integer, or 'recipe' for each recipe's own batch")
+    if b < 1:
+        raise argparse.ArgumentTypeError(f"{v!r}: give a positive integer, or 'recipe' for each recipe's own batch")
     return b
 
 def _given(a: argparse.Namespace, names: str) -> dict:
@@ -44,6 +63,7 @@ def _parse_value(v: str):
         except ValueError: pass
     return {'None': None, 'True': True, 'False': False}.get(v, v)
 
+# %% ../nbs/98_cli.ipynb #7c1e4b92
 def _claims_held(claims: pd.DataFrame, kind: str = 'finding') -> tuple[int, int, int]:
     """(holding, declared, missing) over the distinct claims of `kind` in `claims` (`item_claims` lists a claim once per
     item it names): findings, or checks; missing: no run has recorded their numbers yet."""
@@ -60,10 +80,11 @@ def _held_text(claims: pd.DataFrame, pending: set = frozenset(), kind: str = 'fi
 
 def _claims_file(nbs) -> Path:
     "The claims data file of the repository whose notebooks are `nbs`."
+    from compatrepro.runs import find_nbs_dir
     return find_nbs_dir(nbs).parent/'docs'/'claims.csv'
 
 STATUS_WIDTH = 120   # the widest line `compatrepro status` prints: it is read in a terminal, not a pager
-SUMMARY_STATES = tuple(s for s in ITEM_STATES if s != 'illustration')   # an illustration has nothing to reproduce
+SUMMARY_STATES = tuple(s for s in _ITEM_STATES if s != 'illustration')   # an illustration has nothing to reproduce
 
 def _wrap(text: str, first: str = '', rest: str|None = None) -> list[str]:
     """`text` in lines of at most `STATUS_WIDTH` characters, the first led by `first`, the others by `rest` (by default
@@ -80,6 +101,7 @@ def _held_head(paper: str, claims: pd.DataFrame|None, pending: set) -> str:
 
 def _item_text(r) -> str:
     "What a row `r` of `status_table` says of its item in one phrase: its state, and what holds (a stale one: by whom)."
+    from compatrepro.runs import findings_text
     if r.status == 'stale': return f'STALE ({r.notebooks})'
     if r.status == 'missing': return 'missing'
     if r.status == 'illustration': return 'illustration (nothing to compute)'
@@ -92,6 +114,7 @@ def _reason_lines(r, shown: dict) -> list[str]:
     claims that does not hold does not (and which findings hold with a constant margin). One already listed under an
     item above (`shown`: reason -> item, updated here) is counted, not repeated: an item judged by another's findings
     ('Figure 2' by Table 4's) would list them all again."""
+    import pandas as pd
     if not r.reasons: return []
     label = lambda x: ('stale' if r.status == 'stale' else 'note' if x.endswith('[constant margin]') else 'not holding')
     reasons = list(dict.fromkeys(r.reasons.split(' | ')))
@@ -107,7 +130,7 @@ def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None,
     out = []
     for paper, g in t.groupby('paper', sort=False):
         n = g[g.status != 'illustration'].status.value_counts()
-        head = f'{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in ITEM_STATES if n.get(s))
+        head = f'{paper} at {scale} scale: ' + ', '.join(f'{n[s]} {s}' for s in _ITEM_STATES if n.get(s))
         out += [''] + _wrap(head + _held_head(paper, claims, pending), rest='    ')
         shown = {}
         for r in g.itertuples():
@@ -141,8 +164,10 @@ def format_summary(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None
                 for line in _wrap(', '.join(g.item[g.status == s]), f'  {s + ":":<12}')]
     return '\n'.join(out[1:] + [''] + _ledger_lines(ledger))
 
+# %% ../nbs/98_cli.ipynb #5d8a2f36
 def _paper_named(name: str, nbs: str|Path|None) -> str:
     "The paper of `docs/paper_items.csv` that `name` names, in any case; else a ValueError that names them all."
+    from compatrepro.runs import find_nbs_dir, paper_items
     papers = list(dict.fromkeys(r['paper'] for r in paper_items(find_nbs_dir(nbs).parent)))
     match = [p for p in papers if p.lower() == name.lower()]
     if not match: raise ValueError(f"--paper {name!r} names no paper: give one of {', '.join(papers)}")
@@ -151,6 +176,7 @@ def _paper_named(name: str, nbs: str|Path|None) -> str:
 def _print_status(a: argparse.Namespace) -> None:
     """`compatrepro status` (without --markdown): the summary, or with --claims every claim, or with --paper one
     paper's claims; then, at tiny scale and for every paper, the premise of the stand-in and the hours a seed costs."""
+    from compatrepro.runs import item_claims, pending_runs, premise_text, run_hours_text, status_table
     paper = _paper_named(a.paper, a.nbs) if a.paper else None    # a wrong name fails before the table is made
     res = Path(a.results)/a.scale
     t, claims = status_table(a.scale, a.results, a.nbs), item_claims(res, _claims_file(a.nbs))
@@ -166,12 +192,16 @@ def _print_status(a: argparse.Namespace) -> None:
 README_START, README_END = '<!-- compatrepro status: start -->', '<!-- compatrepro status: end -->'
 
 def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) -> str:
-    """Papers x result items as a markdown table: the paper's findings that hold and its checks that pass at tiny scale, the
-    items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at paper scale."""
+    """Papers x result items as a markdown table: the paper's findings that hold and its checks that pass at tiny
+    scale, the items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at
+    paper scale."""
+    from compatrepro.runs import (item_claims, pending_notebooks, pending_text, premise_text, run_hours_text,
+                                  status_table)
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
     claims = item_claims(Path(results)/'tiny', _claims_file(nbs))
     waiting = pending_notebooks(Path(results)/'tiny')
-    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | checks that pass | reproduced | partly | differs | runs, no finding | not yet (missing or stale) | reproduced at paper scale |',
+    rows = ['| paper | findings that hold (tiny, stand-in, 3 seeds) | checks that pass | reproduced | partly | differs '
+            '| runs, no finding | not yet (missing or stale) | reproduced at paper scale |',
             '|---|---|---|---|---|---|---|---|---|']
     for paper, g in t['tiny'].groupby(level='paper', sort=False):
         g = g[g.status != 'illustration']
@@ -182,33 +212,38 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
         by = lambda *states: ', '.join(name(i) for i in items if g.loc[(paper, i), 'status'] in states) or '—'
         paper_done = ', '.join(i for i in items if t['paper'].loc[(paper, i), 'status'] == 'reproduced') or '—'
         mine = claims[claims.paper == paper]
-        rows.append(f"| {paper} | {_held_text(mine, waiting)} | {_held_text(mine, waiting, 'check')} | {by('reproduced')} | {by('partly')} | "
-                    f"{by('differs')} | {by('runs')} | {by('missing', 'stale')} | {paper_done} |")
+        rows.append(f"| {paper} | {_held_text(mine, waiting)} | {_held_text(mine, waiting, 'check')} | "
+                    f"{by('reproduced')} | {by('partly')} | {by('differs')} | {by('runs')} | "
+                    f"{by('missing', 'stale')} | {paper_done} |")
     pending = pending_text(Path(results)/'tiny')
-    ledger = ('\n\n**Re-runs pending** (`results/tiny/pending.csv`, run by `compatrepro reproduce --pending`): their items are '
-              'stale until they land.\n\n' + '\n'.join(f'- {p}' for p in pending)) if pending else ''
+    ledger = ('\n\n**Re-runs pending** (`results/tiny/pending.csv`, run by `compatrepro reproduce --pending`): their '
+              'items are stale until they land.\n\n' + '\n'.join(f'- {p}' for p in pending)) if pending else ''
     return '\n'.join(rows) + ledger + '\n\n' + premise_text(results, 'tiny') + '\n\n' + run_hours_text(results, 'tiny')
 
-def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'results', nbs: str|Path|None = None) -> bool:
+def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'results',
+                        nbs: str|Path|None = None) -> bool:
     "Put `status_markdown` between the README's status markers; True if the README changed."
     readme = Path(readme); text = readme.read_text(encoding='utf-8')
-    if README_START not in text or README_END not in text: raise ValueError(f"{readme} has no {README_START} ... {README_END} block")
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{readme} has no {README_START} ... {README_END} block")
     head, rest = text.split(README_START, 1); _, tail = rest.split(README_END, 1)
     new = f'{head}{README_START}\n{status_markdown(results, nbs)}\n{README_END}{tail}'
     if new != text: readme.write_text(new, encoding='utf-8')
     return new != text
 
+# %% ../nbs/98_cli.ipynb #9b3d6e58
 def _upgrade_description() -> str:
     "`compatrepro upgrade --help`'s text: what it measures, and the arrays of its .npz (`97_upgrade`)."
-    rows = [*UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in UPGRADE_PREFIXES.items())]
+    rows = [*_UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in _UPGRADE_PREFIXES.items())]
     w = max(len(k) for k, _ in rows) + 2   # the names' column
-    return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's compatibility "
-            "criterion (eq. 2) and update gain (eq. 9), RACT's negative flip rate (eq. 12), and the backfilling curves of "
-            "every order the arrays allow, in FastFill's mixed gallery and by RM's rank merge; with --transform, the same "
-            "after training FCT's or FastFill's transformation of the old features, or RM's reverse query transform, on "
-            "the training arrays. The .npz holds these "
-            "arrays (numpy.savez; the first three are required):\n\n"
-            + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:{w}s}', subsequent_indent=' ' * (w + 2)) for k, v in rows))
+    return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's "
+            "compatibility criterion (eq. 2) and update gain (eq. 9), RACT's negative flip rate (eq. 12), and the "
+            "backfilling curves of every order the arrays allow, in FastFill's mixed gallery and by RM's rank merge; "
+            "with --transform, the same after training FCT's or FastFill's transformation of the old features, or "
+            "RM's reverse query transform, on the training arrays. The .npz holds these arrays (numpy.savez; the first "
+            "three are required):\n\n"
+            + '\n'.join(textwrap.fill(v, 100, initial_indent=f'  {k:{w}s}', subsequent_indent=' ' * (w + 2))
+                        for k, v in rows))
 
 @contextlib.contextmanager
 def _no_bars_unless(show: bool):
@@ -220,16 +255,19 @@ def _no_bars_unless(show: bool):
         if before is None: os.environ.pop('COMPATREPRO_PROGRESS', None)
         else: os.environ['COMPATREPRO_PROGRESS'] = before
 
-def main(argv: list[str]|None = None) -> int:
-    "Entry point of the `compatrepro` console script."
-    ap = argparse.ArgumentParser(prog='compatrepro', description='Reproduce BCT, RACT, FastFill/FCT and RM.')
-    sub = ap.add_subparsers(dest='cmd', required=True)
+# %% ../nbs/98_cli.ipynb #a81f5c3e
+def _add_reproduce(sub) -> None:
+    "`compatrepro reproduce`'s options."
     r = sub.add_parser('reproduce', help='run the experiment notebooks through papermill and aggregate their results')
-    r.add_argument('--scale', default='tiny', choices=SCALES,
-                   help="'tiny' (the Glyphs stand-in on a CPU), 'smoke' (a small slice of it: checks that the code runs) or 'paper'")
-    r.add_argument('--seeds', type=int, nargs='+', default=None, help='seeds to run (default: 0; with --pending, every seed the ledger lists)')
-    r.add_argument('--jobs', type=int, default=None, help='notebooks run at once (default: one per core at smoke/tiny, 1 at paper)')
-    r.add_argument('--threads', type=int, default=None, help='CPU threads of each kernel (default: the cores divided among the jobs)')
+    r.add_argument('--scale', default='tiny', choices=_SCALES,
+                   help="'tiny' (the Glyphs stand-in on a CPU), 'smoke' (a small slice of it: checks that the code "
+                        "runs) or 'paper'")
+    r.add_argument('--seeds', type=int, nargs='+', default=None,
+                   help='seeds to run (default: 0; with --pending, every seed the ledger lists)')
+    r.add_argument('--jobs', type=int, default=None,
+                   help='notebooks run at once (default: one per core at smoke/tiny, 1 at paper)')
+    r.add_argument('--threads', type=int, default=None,
+                   help='CPU threads of each kernel (default: the cores divided among the jobs)')
     r.add_argument('--data-root', default=None, help='folder with the paper datasets (scale=paper)')
     r.add_argument('--only', nargs='+', default=None, help='regular expressions selecting notebooks by name')
     r.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:1', ...")
@@ -237,156 +275,257 @@ def main(argv: list[str]|None = None) -> int:
     r.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     r.add_argument('--force', action='store_true', help='rerun runs that are current and finished')
     r.add_argument('--cache', default=None, metavar='DIR',
-                   help='artifact cache of the trained models (default: $COMPATREPRO_CACHE or ~/.cache/compatrepro); an empty one retrains every model')
+                   help='artifact cache of the trained models (default: $COMPATREPRO_CACHE or ~/.cache/compatrepro); '
+                        'an empty one retrains every model')
     r.add_argument('--compare-with', default=None, metavar='RESULTS',
-                   help="compare each run's records with that results folder's (default: with the records the run replaces)")
-    r.add_argument('-p', nargs=2, action='append', metavar=('NAME', 'VALUE'), default=[], help='extra notebook parameter')
-    r.add_argument('--pending', action='store_true', help='re-run what the re-run ledger (results/<scale>/pending.csv) lists, '
-                   'taking each run off it as soon as it is current (--only and --seeds choose a part)')
+                   help="compare each run's records with that results folder's (default: with the records the run "
+                        "replaces)")
+    r.add_argument('-p', nargs=2, action='append', metavar=('NAME', 'VALUE'), default=[],
+                   help='extra notebook parameter')
+    r.add_argument('--pending', action='store_true', help='re-run what the re-run ledger (results/<scale>/pending.csv) '
+                   'lists, taking each run off it as soon as it is current (--only and --seeds choose a part)')
     r.add_argument('--plan', action='store_true', help='print what would run and how long it should take, from the '
                    'recorded runs, with the models the cache holds and from an empty cache (all current: what running '
                    'them again costs); run nothing')
+    r.set_defaults(func=_reproduce)
+
+def _add_pending(sub) -> None:
+    "`compatrepro pending`'s options."
     d = sub.add_parser('pending', help='the re-run ledger: list it, or declare the runs a change made stale')
-    d.add_argument('--declare', metavar='WHY', default=None, help='list every run that is not current and not listed yet, with '
-                   'this reason (one line) and the commit at HEAD (commit the change first)')
+    d.add_argument('--declare', metavar='WHY', default=None, help='list every run that is not current and not listed '
+                   'yet, with this reason (one line) and the commit at HEAD (commit the change first)')
     d.add_argument('--commit', default=None, help='the commit that made them stale (default: HEAD)')
-    d.add_argument('--scale', default='tiny', choices=SCALES)
+    d.add_argument('--scale', default='tiny', choices=_SCALES)
     d.add_argument('--results', default='results', help='results folder (default: ./results)')
     d.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
     d.add_argument('--only', nargs='+', default=None, help='regular expressions selecting notebooks by name')
-    d.add_argument('--min-seeds', type=int, default=3, help='seeds every notebook must have: those below it with no run are listed too')
+    d.add_argument('--min-seeds', type=int, default=3,
+                   help='seeds every notebook must have: those below it with no run are listed too')
+    d.set_defaults(func=_pending)
+
+def _add_status(sub) -> None:
+    "`compatrepro status`'s options."
     s = sub.add_parser('status', help='which tables and figures the results reproduce, and which are stale or missing')
-    s.add_argument('--scale', default='tiny', choices=SCALES)
+    s.add_argument('--scale', default='tiny', choices=_SCALES)
     s.add_argument('--results', default='results', help='results folder (default: ./results)')
     s.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
-    s.add_argument('--check', action='store_true', help='exit 1 if a run is stale or a notebook has fewer than --min-seeds current seeds')
+    s.add_argument('--check', action='store_true',
+                   help='exit 1 if a run is stale or a notebook has fewer than --min-seeds current seeds')
     s.add_argument('--min-seeds', type=int, default=3)
     s.add_argument('--markdown', action='store_true', help="print the papers x items table of the README instead")
-    s.add_argument('--write-readme', metavar='README', default=None, help='write that table into README between its status markers')
+    s.add_argument('--write-readme', metavar='README', default=None,
+                   help='write that table into README between its status markers')
     s.add_argument('--claims', action='store_true', help='every item with each claim that does not hold and why, in '
                    'full (the default: a summary that fits one screen)')
     s.add_argument('--paper', default=None, help='the same for one paper: BCT, RACT, FastFill or RM (in any case)')
-    h = sub.add_parser('rehearse', help='a dry run at paper scale: every experiment notebook on a generated tree of small fake datasets '
-                       'in the real layouts, training cut short (its numbers mean nothing)')
-    h.add_argument('--out', default=None, help='folder for the tree, its cache and its results (default: a new temporary folder; never results/)')
-    h.add_argument('--data', default=None, metavar='DIR', help='a rehearsal tree written before (default: write one under --out)')
+    s.set_defaults(func=_status)
+
+def _add_rehearse(sub) -> None:
+    "`compatrepro rehearse`'s options."
+    h = sub.add_parser('rehearse', help='a dry run at paper scale: every experiment notebook on a generated tree of '
+                       'small fake datasets in the real layouts, training cut short (its numbers mean nothing)')
+    h.add_argument('--out', default=None,
+                   help='folder for the tree, its cache and its results (default: a new temporary folder; never '
+                        'results/)')
+    h.add_argument('--data', default=None, metavar='DIR',
+                   help='a rehearsal tree written before (default: write one under --out)')
     h.add_argument('--device', default=None, help="'cpu' (the default), 'cuda', 'auto', ...")
     h.add_argument('--only', nargs='+', default=None, help='regular expressions selecting notebooks by name')
     h.add_argument('--jobs', type=int, default=None, help='notebooks run at once (default: 2)')
-    h.add_argument('--threads', type=int, default=None, help='CPU threads of each kernel (default: the cores divided among the jobs)')
-    h.add_argument('--epochs', type=int, default=None, help="training epochs of every backbone (default: 1; raised to a recipe's warm-up where it must be)")
-    h.add_argument('--batch-size', type=_batch, default=argparse.SUPPRESS, help="batch size of every backbone (default: 4), or 'recipe': each recipe's own "
-                   "batch with the learning rate it pairs with it (on a GPU)")
-    h.add_argument('--images-per-class', type=int, default=None, help='images per class and split in the generated tree (default: 2)')
+    h.add_argument('--threads', type=int, default=None,
+                   help='CPU threads of each kernel (default: the cores divided among the jobs)')
+    h.add_argument('--epochs', type=int, default=None,
+                   help="training epochs of every backbone (default: 1; raised to a recipe's warm-up where it must "
+                        "be)")
+    h.add_argument('--batch-size', type=_batch, default=argparse.SUPPRESS,
+                   help="batch size of every backbone (default: 4), or 'recipe': each recipe's own batch with the "
+                        "learning rate it pairs with it (on a GPU)")
+    h.add_argument('--images-per-class', type=int, default=None,
+                   help='images per class and split in the generated tree (default: 2)')
     h.add_argument('--train-images-per-class', type=int, default=None,
-                   help="images per class in the tree's training folders (default: --images-per-class); a rehearsal with "
-                        "--batch-size 1024 (the recipes', on a GPU) needs every training split to hold a batch: 1024 does")
+                   help="images per class in the tree's training folders (default: --images-per-class); a rehearsal "
+                        "with --batch-size 1024 (the recipes', on a GPU) needs every training split to hold a batch: "
+                        "1024 does")
     h.add_argument('--timeout', type=int, default=None, help='seconds after which a notebook is killed')
-    h.add_argument('--image-size', type=int, default=None, help="side in pixels of every backbone's input (default: the recipes' "
-                   "224, 112 for faces); CI rehearses at 64")
-    h.add_argument('--width', type=int, default=None, help="base width of every ResNet (default: torchvision's 64); CI rehearses at 16")
+    h.add_argument('--image-size', type=int, default=None, help="side in pixels of every backbone's input (default: "
+                   "the recipes' 224, 112 for faces); CI rehearses at 64")
+    h.add_argument('--width', type=int, default=None,
+                   help="base width of every ResNet (default: torchvision's 64); CI rehearses at 16")
     h.add_argument('--seed', type=int, default=None, help='default: 0')
     h.add_argument('--nbs', default=None, help='notebooks folder (default: ./nbs)')
-    g = sub.add_parser('upgrade', help="your own model upgrade: compatibility and backfilling curves from its old and new "
-                       "models' features (an .npz)", description=_upgrade_description(),
+    h.set_defaults(func=_rehearse)
+
+def _add_upgrade(sub) -> None:
+    "`compatrepro upgrade`'s options; its --help lists the arrays of the .npz (`_upgrade_description`)."
+    g = sub.add_parser('upgrade', help="your own model upgrade: compatibility and backfilling curves from its old and "
+                       "new models' features (an .npz)", description=_upgrade_description(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument('features', nargs='?', default=None, help='the .npz file of the arrays above')
-    g.add_argument('--out', default='upgrade-report', help='folder for compatibility.csv, summary.csv, curves.csv and curves.png, '
-                   'and transformation_<method>.pt with --transform (default: upgrade-report)')
-    g.add_argument('--metrics', nargs='+', default=['top1', 'mAP'], help='retrieval metrics: top<k>, mAP, mAP@<k> (default: top1 mAP)')
-    g.add_argument('--distance', default='l2', choices=DISTANCES, help="'l2' (FastFill's) or 'cosine' (RACT's, RM's); default: l2")
-    g.add_argument('--points', type=int, default=11, help='backfilled fractions evaluated, evenly from 0 to 1 (default: 11)')
+    g.add_argument('--out', default='upgrade-report', help='folder for compatibility.csv, summary.csv, curves.csv and '
+                   'curves.png, and transformation_<method>.pt with --transform (default: upgrade-report)')
+    g.add_argument('--metrics', nargs='+', default=['top1', 'mAP'],
+                   help='retrieval metrics: top<k>, mAP, mAP@<k> (default: top1 mAP)')
+    g.add_argument('--distance', default='l2', choices=_DISTANCES,
+                   help="'l2' (FastFill's) or 'cosine' (RACT's, RM's); default: l2")
+    g.add_argument('--points', type=int, default=11,
+                   help='backfilled fractions evaluated, evenly from 0 to 1 (default: 11)')
     g.add_argument('--seed', type=int, default=0, help='seed of the random order (default: 0)')
-    g.add_argument('--device', default='auto', help="where the metrics are computed and the transformations trained: 'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
-    g.add_argument('--transform', nargs='+', choices=list(UPGRADE_TRANSFORMS), default=[], metavar='METHOD',
+    g.add_argument('--device', default='auto', help="where the metrics are computed and the transformations trained: "
+                   "'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
+    g.add_argument('--transform', nargs='+', choices=list(_UPGRADE_TRANSFORMS), default=[], metavar='METHOD',
                    help=f"train these transformations on train_old/train_new/train_labels and evaluate them too: "
-                   f"{', '.join(UPGRADE_TRANSFORMS)} (the papers' recipes; see 97_upgrade)")
+                   f"{', '.join(_UPGRADE_TRANSFORMS)} (the papers' recipes; see 97_upgrade)")
     g.add_argument('--transform-epochs', type=int, default=None, metavar='N', help="epochs of every transformation "
                    "(default: the recipes', 80 for FCT and FastFill, 50 for RM)")
-    g.add_argument('--write-example', metavar='NPZ', default=None, help="write a made-up upgrade's arrays to NPZ, to see the "
-                   "format, and stop")
+    g.add_argument('--write-example', metavar='NPZ', default=None, help="write a made-up upgrade's arrays to NPZ, to "
+                   "see the format, and stop")
+    g.set_defaults(func=_upgrade)
+
+# %% ../nbs/98_cli.ipynb #e2c94b17
+def _reproduce(a: argparse.Namespace) -> int:
+    """`compatrepro reproduce`: run the notebooks, after checking at paper scale that their data is there (else 2);
+    1 if a run failed, with why."""
+    from compatrepro.runs import reproduce
+    if a.cache: os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache).resolve())   # the notebooks' kernels inherit it
+    if a.scale == 'paper' and a.data_root and _paper_data_missing(a): return 2
+    st = reproduce(**_given(a, 'scale data_root only device out nbs force jobs threads compare_with pending plan'),
+                   seeds=a.seeds, extra={k: _parse_value(v) for k, v in a.p})
+    if any(st.values()): _print_failures(a, st)
+    return 1 if any(st.values()) else 0
+
+def _paper_data_missing(a: argparse.Namespace) -> bool:
+    """Before anything runs at paper scale: whether a dataset folder the chosen notebooks read is missing from
+    --data-root, each said in one line, with the notebooks whose data is all there."""
+    from compatrepro.runs import experiment_notebooks, find_nbs_dir
+    from compatrepro.rehearsal import missing_datasets, missing_message
+    nbs = experiment_notebooks(find_nbs_dir(a.nbs), a.only)
+    if not (lacking := missing_datasets(nbs, a.data_root)): return False
+    for line in missing_message(lacking): print(f'compatrepro: {line}', file=sys.stderr)
+    have = [nb.stem for nb in nbs if not missing_datasets([nb], a.data_root)]
+    if have:
+        print(f"compatrepro: the data of {len(have)} of the {len(nbs)} notebook(s) is there: "
+              f"--only {' '.join('^' + n for n in have)}", file=sys.stderr)
+    return True
+
+def _print_failures(a: argparse.Namespace, st: dict) -> None:
+    "Why each run of `st` (`reproduce`'s: (notebook, seed) -> error) that failed did: its notebook's last exception."
+    from compatrepro.rehearsal import failure_cause
+    print('\nWhy each run failed (the last exception of its executed notebook):')
+    for nb, seed in sorted(k for k, v in st.items() if v):
+        executed = Path(a.out).resolve()/a.scale/'notebooks'/f'{nb}.seed{seed}.ipynb'
+        print(f"  {nb} seed {seed}: {failure_cause(executed, st[(nb, seed)])}")
+
+def _pending(a: argparse.Namespace) -> int:
+    "`compatrepro pending`: with --declare, add the runs that are not current to the re-run ledger; print the ledger."
+    from compatrepro.runs import declare_pending, find_nbs_dir, pending_path, pending_text
+    res = Path(a.results)/a.scale
+    if a.declare is not None:
+        added = declare_pending(res, find_nbs_dir(a.nbs), a.declare, a.commit, a.min_seeds, a.only)
+        print(f'{len(added)} notebook(s) added to or extended in {pending_path(res)}' + (':' if len(added) else '.'))
+        for r in added.itertuples(): print(f"  {r.notebook} seeds {' '.join(map(str, r.seeds))}")
+    lines = pending_text(res)
+    print(f'The re-run ledger {pending_path(res)} '
+          + ('lists:\n' + '\n'.join(f'  {p}' for p in lines) if lines else 'lists nothing.'))
+    return 0
+
+def _status(a: argparse.Namespace) -> int:
+    """`compatrepro status`: the README's table (--markdown, --write-readme), or what reproduces; with --check, 1 if
+    something keeps the results from being trusted."""
+    if a.markdown or a.write_readme:
+        if a.write_readme:
+            print('updated' if write_readme_status(a.write_readme, a.results, a.nbs) else 'unchanged', a.write_readme)
+        else: print(status_markdown(a.results, a.nbs))
+        return 0
+    _print_status(a)
+    return _check_status(a) if a.check else 0
+
+def _check_status(a: argparse.Namespace) -> int:
+    "`compatrepro status --check`: each problem with the results (`check_results`), in a list; 1 if there is one."
+    from compatrepro.runs import check_results, pending_path, pending_runs
+    problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
+    res = Path(a.results)/a.scale
+    if not any('malformed' in p for p in problems) and (n := len(pending_runs(res))):
+        print(f'\n{n} run(s) are listed in the re-run ledger {pending_path(res)}: accepted as stale until they are '
+              're-run')
+    print(f'\n{len(problems)} problem(s) with the {a.scale} results' + (':' if problems else '.'))
+    for p in problems: print(f'  - {p}')
+    return 1 if problems else 0
+
+def _rehearse(a: argparse.Namespace) -> int:
+    "`compatrepro rehearse`: the rehearsal's table, and why each notebook that failed did; 1 if one did."
+    import pandas as pd
+    from compatrepro.rehearsal import rehearse
+    kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '
+                   'image_size width')
+    if hasattr(a, 'batch_size'): kw['batch_size'] = a.batch_size     # given ('recipe' is None)
+    t = rehearse(**kw)
+    with pd.option_context('display.width', 200, 'display.max_colwidth', 120, 'display.max_rows', 200):
+        print(f"\nRehearsal at paper scale (its numbers mean nothing):\n"
+              f"{t.drop(columns='cause').to_string(index=False)}")
+    for r in t[~t.ok].itertuples(): print(f'  {r.notebook} failed: {r.cause}')
+    print(f"{int(t.ok.sum())} of {len(t)} notebook(s) ran end to end in {t.seconds.sum()/60:.1f} notebook-minutes")
+    return 0 if t.ok.all() else 1
+
+def _upgrade(a: argparse.Namespace) -> int:
+    "`compatrepro upgrade`: the report of the upgrade in the .npz, printed and written under --out (or an example)."
+    import numpy as np
+    from compatrepro.core import get_device
+    from compatrepro.upgrade import example_upgrade, upgrade_report
+    if a.write_example:
+        path = Path(a.write_example).with_suffix('.npz'); np.savez(path, **example_upgrade(train_per_class=50))
+        print(f'wrote {path}, the arrays of a made-up upgrade; try: compatrepro upgrade {path} [--transform FastFill]')
+        return 0
+    if a.features is None:
+        raise ValueError("give the .npz file of your upgrade's features (compatrepro upgrade --help lists its arrays), "
+                         "or --write-example NPZ to see one")
+    try: get_device(a.device)
+    except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
+    if a.transform_epochs is not None and a.transform_epochs < 1:
+        raise ValueError(f"--transform-epochs must be >= 1, got {a.transform_epochs}")
+    bars = sys.stderr.isatty() and os.environ.get('COMPATREPRO_PROGRESS', '1') != '0'   # piped: bars fill it
+    with _no_bars_unless(bars):
+        r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed,
+                           Path(a.features).name, a.device, tuple(a.transform), bars,
+                           **({} if a.transform_epochs is None else {'epochs': a.transform_epochs}))
+    _print_upgrade(r, a.distance)
+    files = ['compatibility.csv', 'summary.csv', 'curves.csv', 'curves.png'] if r.curves else ['compatibility.csv']
+    print(f'\nWritten to {Path(a.out).resolve()}: '
+          + ', '.join(files + [f'transformation_{m}.pt' for m in r.transformations]))
+    return 0
+
+def _print_upgrade(r, distance: str) -> None:
+    """The tables of an upgrade's report `r` (`upgrade_report`): compatibility, the curves' summary, and each
+    transformation's training, with what to try when its pair is below (old, old)."""
+    import pandas as pd
+    with pd.option_context('display.width', 200, 'display.max_rows', 500):
+        n, skipped = r.compatibility.attrs['n_queries'], r.compatibility.attrs['n_skipped']
+        print(f"\nEach (query model, gallery model) pair, percent of {n - skipped} queries"
+              + (f" ({skipped} of {n} left out: no other image of their class in the gallery)" if skipped else '')
+              + f":\n{r.compatibility.round(2).to_string()}")
+        if r.curves:
+            print("\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n"
+                  f"{r.summary.round(2).to_string()}")
+        else: print(f'\nNo backfilling curves: {r.note}')
+        for m, art in r.transformations.items():
+            h = art['history']
+            print(f"\n{m}: {art['spec']['objective']} for {len(h)} epochs in {art['train_seconds']:.0f} s, loss "
+                  f"{h[0]['loss']:.4g} in the first epoch, {h[-1]['loss']:.4g} in the last")
+            eq2 = next((c for c in r.compatibility.columns if c.startswith('BCT eq. 2, ') and c.endswith(f' {m}')),
+                       None)
+            if eq2 is not None and (below := [k for k, ok in r.compatibility[eq2].items() if not ok]):
+                cosine = ("RM is made for the cosine distance (--distance cosine). "
+                          if m == 'RM' and distance == 'l2' else '')
+                print(f"  Its pair is below (old, old) on {', '.join(below)}: the transformation has not learnt the "
+                      "other space well enough. " + cosine
+                      + "More epochs (--transform-epochs) or more training images may help; 97_upgrade measures both.")
+
+# %% ../nbs/98_cli.ipynb #3f6a8d21
+def main(argv: list[str]|None = None) -> int:
+    "Entry point of the `compatrepro` console script."
+    ap = argparse.ArgumentParser(prog='compatrepro', description='Reproduce BCT, RACT, FastFill/FCT and RM.')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    for add in (_add_reproduce, _add_pending, _add_status, _add_rehearse, _add_upgrade): add(sub)
     a = ap.parse_args(argv)
-    try:
-        if a.cmd == 'upgrade':
-            if a.write_example:
-                path = Path(a.write_example).with_suffix('.npz'); np.savez(path, **example_upgrade(train_per_class=50))
-                print(f'wrote {path}, the arrays of a made-up upgrade; try: compatrepro upgrade {path} [--transform FastFill]'); return 0
-            if a.features is None:
-                raise ValueError("give the .npz file of your upgrade's features (compatrepro upgrade --help lists its arrays), "
-                                 "or --write-example NPZ to see one")
-            try: get_device(a.device)
-            except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
-            if a.transform_epochs is not None and a.transform_epochs < 1: raise ValueError(f"--transform-epochs must be >= 1, got {a.transform_epochs}")
-            bars = sys.stderr.isatty() and os.environ.get('COMPATREPRO_PROGRESS', '1') != '0'   # piped: bars fill it
-            with _no_bars_unless(bars):
-                r = upgrade_report(a.features, a.out, a.points, tuple(a.metrics), a.distance, a.seed,
-                                   Path(a.features).name, a.device, tuple(a.transform), bars,
-                                   **({} if a.transform_epochs is None else {'epochs': a.transform_epochs}))
-            with pd.option_context('display.width', 200, 'display.max_rows', 500):
-                n, skipped = r.compatibility.attrs['n_queries'], r.compatibility.attrs['n_skipped']
-                print(f"\nEach (query model, gallery model) pair, percent of {n - skipped} queries"
-                      + (f" ({skipped} of {n} left out: no other image of their class in the gallery)" if skipped else '')
-                      + f":\n{r.compatibility.round(2).to_string()}")
-                if r.curves: print(f"\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n{r.summary.round(2).to_string()}")
-                else: print(f'\nNo backfilling curves: {r.note}')
-                for m, art in r.transformations.items():
-                    h = art['history']
-                    print(f"\n{m}: {art['spec']['objective']} for {len(h)} epochs in {art['train_seconds']:.0f} s, loss "
-                          f"{h[0]['loss']:.4g} in the first epoch, {h[-1]['loss']:.4g} in the last")
-                    eq2 = next((c for c in r.compatibility.columns if c.startswith('BCT eq. 2, ') and c.endswith(f' {m}')), None)
-                    if eq2 is not None and (below := [k for k, ok in r.compatibility[eq2].items() if not ok]):
-                        print(f"  Its pair is below (old, old) on {', '.join(below)}: the transformation has not learnt the other "
-                              "space well enough. " + ("RM is made for the cosine distance (--distance cosine). " if m == 'RM' and a.distance == 'l2' else '')
-                              + "More epochs (--transform-epochs) or more training images may help; 97_upgrade measures both.")
-            print(f'\nWritten to {Path(a.out).resolve()}: ' + ', '.join((['compatibility.csv', 'summary.csv', 'curves.csv', 'curves.png']
-                  if r.curves else ['compatibility.csv']) + [f'transformation_{m}.pt' for m in r.transformations]))
-            return 0
-        if a.cmd == 'rehearse':
-            kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '
-                           'image_size width')
-            if hasattr(a, 'batch_size'): kw['batch_size'] = a.batch_size     # given ('recipe' is None)
-            t = rehearse(**kw)
-            with pd.option_context('display.width', 200, 'display.max_colwidth', 120, 'display.max_rows', 200):
-                print(f"\nRehearsal at paper scale (its numbers mean nothing):\n{t.drop(columns='cause').to_string(index=False)}")
-            for r in t[~t.ok].itertuples(): print(f'  {r.notebook} failed: {r.cause}')
-            print(f"{int(t.ok.sum())} of {len(t)} notebook(s) ran end to end in {t.seconds.sum()/60:.1f} notebook-minutes")
-            return 0 if t.ok.all() else 1
-        if a.cmd == 'pending':
-            res = Path(a.results)/a.scale
-            if a.declare is not None:
-                added = declare_pending(res, find_nbs_dir(a.nbs), a.declare, a.commit, a.min_seeds, a.only)
-                print(f'{len(added)} notebook(s) added to or extended in {pending_path(res)}' + (':' if len(added) else '.'))
-                for r in added.itertuples(): print(f"  {r.notebook} seeds {' '.join(map(str, r.seeds))}")
-            lines = pending_text(res)
-            print(f'The re-run ledger {pending_path(res)} ' + ('lists:\n' + '\n'.join(f'  {p}' for p in lines) if lines else 'lists nothing.'))
-            return 0
-        if a.cmd == 'status' and (a.markdown or a.write_readme):
-            if a.write_readme: print('updated' if write_readme_status(a.write_readme, a.results, a.nbs) else 'unchanged', a.write_readme)
-            else: print(status_markdown(a.results, a.nbs))
-            return 0
-        if a.cmd == 'status':
-            _print_status(a)
-            if not a.check: return 0
-            problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
-            if not any('malformed' in p for p in problems) and (n := len(pending_runs(Path(a.results)/a.scale))):
-                print(f'\n{n} run(s) are listed in the re-run ledger {pending_path(Path(a.results)/a.scale)}: accepted as stale until they are re-run')
-            print(f'\n{len(problems)} problem(s) with the {a.scale} results' + (':' if problems else '.'))
-            for p in problems: print(f'  - {p}')
-            return 1 if problems else 0
-        if a.cache: os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache).resolve())   # the notebooks' kernels inherit it
-        if a.scale == 'paper' and a.data_root:   # before anything runs: every dataset folder the notebooks read
-            nbs = experiment_notebooks(find_nbs_dir(a.nbs), a.only)
-            if (lacking := missing_datasets(nbs, a.data_root)):
-                for line in missing_message(lacking): print(f'compatrepro: {line}', file=sys.stderr)
-                have = [nb.stem for nb in nbs if not missing_datasets([nb], a.data_root)]
-                if have: print(f"compatrepro: the data of {len(have)} of the {len(nbs)} notebook(s) is there: --only {' '.join('^' + n for n in have)}", file=sys.stderr)
-                return 2
-        st = reproduce(**_given(a, 'scale data_root only device out nbs force jobs threads compare_with pending plan'), seeds=a.seeds,
-                       extra={k: _parse_value(v) for k, v in a.p})
-        if (failed := sorted(k for k, v in st.items() if v)):
-            print('\nWhy each run failed (the last exception of its executed notebook):')
-            for nb, seed in failed:
-                print(f"  {nb} seed {seed}: {failure_cause(Path(a.out).resolve()/a.scale/'notebooks'/f'{nb}.seed{seed}.ipynb', st[(nb, seed)])}")
+    try: return a.func(a)
     except (ValueError, FileNotFoundError) as e:
         print(f'compatrepro: {e}', file=sys.stderr); return 2
-    return 1 if any(st.values()) else 0
