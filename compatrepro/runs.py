@@ -15,10 +15,13 @@ import pandas as pd
 
 import compatrepro
 from .glyphs import standin_config
-from .core import (SCALES, STANDIN_SCALES, ArtifactCache, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
-                              is_experiment_notebook, logger, paper_of_notebook, registered_versions)
+from .core import (SCALES, STANDIN_SCALES, ArtifactCache, atomic_path, atomic_write_text, check_scale,
+                              is_claims_notebook, is_experiment_notebook, logger, paper_of_notebook,
+                              registered_versions)
 from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
-from .report import claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts, DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, notebook_code_hash, run_library_changes, write_summary
+from .report import (claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts,
+                                DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, notebook_code_hash,
+                                run_library_changes, write_summary)
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS',
@@ -50,7 +53,8 @@ def experiment_notebooks(nbs_dir: str|Path, only: list[str]|None = None) -> list
     return nbs
 
 def library_notebooks(nbs_dir: str|Path) -> list[Path]:
-    "The notebooks in `nbs_dir` that are not experiments (they define the package, the CLI and `python -m compatrepro`)."
+    """The notebooks in `nbs_dir` that are not experiments (they define the package, the CLI and
+    `python -m compatrepro`)."""
     return sorted(p for p in Path(nbs_dir).glob('*.ipynb') if not is_experiment_notebook(p) and p.name[0] not in '_.')
 
 # %% ../nbs/14_runs.ipynb #06d55a34
@@ -107,8 +111,8 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
     with atomic_path(job.out) as tmp, tempfile.TemporaryDirectory() as td:
         tmp_nb = Path(td)/job.out.name            # papermill wants a .ipynb name
         pfile = Path(td)/'params.json'; pfile.write_text(json.dumps(job.params))
-        cmd = [sys.executable, '-m', 'papermill', str(job.nb), str(tmp_nb), '-f', str(pfile), '--cwd', str(job.cwd or job.nb.parent),
-               '-k', 'python3', '--language', 'python', '--no-progress-bar',
+        cmd = [sys.executable, '-m', 'papermill', str(job.nb), str(tmp_nb), '-f', str(pfile),
+               '--cwd', str(job.cwd or job.nb.parent), '-k', 'python3', '--language', 'python', '--no-progress-bar',
                '--start-timeout', str(KERNEL_START_TIMEOUT)]
         try:
             with open(log, 'w') as lf:
@@ -120,7 +124,9 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
         job.seconds = time.time() - t0
         if tmp_nb.exists():
             strip_widgets(tmp_nb); shutil.copyfile(tmp_nb, tmp)
-        else: raise RuntimeError(f'{job.name}: papermill wrote no notebook; its output:\n{log.read_text(errors="replace")[-3000:]}')
+        else:
+            raise RuntimeError(f'{job.name}: papermill wrote no notebook; its output:\n'
+                               f'{log.read_text(errors="replace")[-3000:]}')
     return job
 
 def _tail_error(text: str, n: int = 25) -> str:
@@ -162,7 +168,8 @@ class _Monitor:
 
     def started(self, job, slot, status_file):
         with self.lock: self.running[job.name] = (job, slot, status_file, time.time())
-        self._print(f'[{self.done}/{self.total}] start {job.name}' + (f' ({job.threads} thread(s))' if job.threads else ''))
+        self._print(f'[{self.done}/{self.total}] start {job.name}'
+                    + (f' ({job.threads} thread(s))' if job.threads else ''))
 
     def finished(self, job):
         with self.lock:
@@ -190,7 +197,8 @@ class _Monitor:
                 elif self.show:
                     stage = line.split('] ', 1)[-1].split('  ')[0]
                     prev = self.last.get(job.name)
-                    if prev is None or (prev[0] != stage and time.time() - prev[1] >= 30) or time.time() - prev[1] >= 300:
+                    if (prev is None or (prev[0] != stage and time.time() - prev[1] >= 30)
+                            or time.time() - prev[1] >= 300):
                         self.last[job.name] = (stage, time.time()); self._print(line)
 
     def _bar(self, job, slot):
@@ -228,7 +236,8 @@ def run_notebooks(jobs: list[NotebookJob], n_jobs: int = 1, threads: int|None = 
 
 # %% ../nbs/14_runs.ipynb #46ea99b9
 def run_state(results_dir: str|Path, notebook: str, seed: int, nbs_dir: str|Path) -> tuple[str, list[str]]:
-    "('current' | 'stale' | 'missing', reasons) of the run of `notebook` (stem) with `seed` under `results_dir` (one scale)."
+    """('current' | 'stale' | 'missing', reasons) of the run of `notebook` (stem) with `seed` under `results_dir` (one
+    scale)."""
     results_dir, nbs_dir = Path(results_dir), Path(nbs_dir)
     prov_f, rec_f = results_dir/'runs'/f'{notebook}.seed{seed}.json', results_dir/'records'/f'{notebook}.seed{seed}.csv'
     if not rec_f.exists(): return 'missing', ['no records']
@@ -239,7 +248,8 @@ def run_state(results_dir: str|Path, notebook: str, seed: int, nbs_dir: str|Path
     elif prov.get('code_hash') != notebook_code_hash(src): why.append('its notebook\'s code changed since the run')
     if 'library' not in prov: why.append('its provenance names no library code (made before runs recorded it)')
     elif (changed := run_library_changes(prov, src)):
-        why.append('library code it reaches changed: ' + ', '.join(changed[:6]) + (f' and {len(changed) - 6} more' if len(changed) > 6 else ''))
+        why.append('library code it reaches changed: ' + ', '.join(changed[:6])
+                   + (f' and {len(changed) - 6} more' if len(changed) > 6 else ''))
     reg = registered_versions()
     for k, v in prov.get('versions', {}).items():
         if k not in reg: why.append(f'{k} no longer exists')
@@ -267,8 +277,8 @@ def pending_path(res_dir: str|Path) -> Path:
     return Path(res_dir)/'pending.csv'
 
 def read_pending(res_dir: str|Path) -> pd.DataFrame:
-    """The re-run ledger of `res_dir` (one scale): one row per notebook, its `seeds` a tuple of ints; empty when there is
-    no ledger. A malformed ledger raises a ValueError that names the line and says what to write instead."""
+    """The re-run ledger of `res_dir` (one scale): one row per notebook, its `seeds` a tuple of ints; empty when there
+    is no ledger. A malformed ledger raises a ValueError that names the line and says what to write instead."""
     f = pending_path(res_dir)
     if not f.exists(): return pd.DataFrame(columns=PENDING_COLUMNS)
     d = pd.read_csv(f, dtype=str, keep_default_na=False)
@@ -276,9 +286,12 @@ def read_pending(res_dir: str|Path) -> pd.DataFrame:
         raise ValueError(f"{f}: its header must be {','.join(PENDING_COLUMNS)}, not {','.join(d.columns)}")
     bad = []
     for line, r in zip(range(2, len(d) + 2), d.itertuples()):
-        if not re.fullmatch(r'\d+( \d+)*', r.seeds.strip()): bad.append(f'line {line}: seeds {r.seeds!r} must be seed numbers separated by spaces')
-        if not r.reason.strip(): bad.append(f'line {line}: {r.notebook} has no reason: say in one line why its runs are stale')
-        if not re.fullmatch('[0-9a-f]{7,40}', r.commit.strip()): bad.append(f'line {line}: commit {r.commit!r} is not a commit hash')
+        if not re.fullmatch(r'\d+( \d+)*', r.seeds.strip()):
+            bad.append(f'line {line}: seeds {r.seeds!r} must be seed numbers separated by spaces')
+        if not r.reason.strip():
+            bad.append(f'line {line}: {r.notebook} has no reason: say in one line why its runs are stale')
+        if not re.fullmatch('[0-9a-f]{7,40}', r.commit.strip()):
+            bad.append(f'line {line}: commit {r.commit!r} is not a commit hash')
     bad += [f'{n} has two rows: merge their seeds into one' for n in sorted(set(d.notebook[d.notebook.duplicated()]))]
     if bad: raise ValueError(f'{f} is malformed:\n' + '\n'.join(f'  {b}' for b in bad))
     return d.assign(seeds=d.seeds.map(lambda s: tuple(sorted({int(x) for x in s.split()}))))
@@ -304,7 +317,9 @@ def pending_notebooks(res_dir: str|Path) -> set[str]:
 def head_commit(root: str|Path) -> str:
     "The short hash of the commit at `HEAD` of the repository at `root`."
     r = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True)
-    if r.returncode: raise ValueError(f'{root} is not a git repository with a commit: give the commit that made the runs stale (--commit)')
+    if r.returncode:
+        raise ValueError(f'{root} is not a git repository with a commit: give the commit that made the runs stale '
+                         '(--commit)')
     return r.stdout.strip()
 
 def unsettled_runs(res_dir: str|Path, nbs_dir: str|Path, min_seeds: int = 3, only: list[str]|None = None) -> dict:
@@ -335,11 +350,14 @@ def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: s
     return d[d.notebook.isin(list(new))].reset_index(drop=True)
 
 def _list_runs(d: pd.DataFrame, new: dict, reason: str, commit: str) -> pd.DataFrame:
-    "The ledger `d` with the runs of `new` ({notebook: seeds}): a notebook already listed gains the seeds and keeps its reason."
+    """The ledger `d` with the runs of `new` ({notebook: seeds}): a notebook already listed gains the seeds and keeps
+    its reason."""
     for nb, seeds in new.items():
         if (d.notebook == nb).any():
             i = d.index[d.notebook == nb][0]; d.at[i, 'seeds'] = tuple(sorted(set(d.at[i, 'seeds']) | set(seeds)))
-        else: d = pd.concat([d, pd.DataFrame([dict(notebook=nb, seeds=tuple(seeds), reason=reason, commit=commit)])], ignore_index=True)
+        else:
+            d = pd.concat([d, pd.DataFrame([dict(notebook=nb, seeds=tuple(seeds), reason=reason, commit=commit)])],
+                          ignore_index=True)
     return d
 
 def list_started_runs(res_dir: str|Path, nbs_dir: str|Path, runs: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -360,7 +378,8 @@ def list_started_runs(res_dir: str|Path, nbs_dir: str|Path, runs: list[tuple[str
 
 def run_outcome(res_dir: str|Path, notebook: str, seed: int) -> bool|None:
     """How the run of `notebook` (stem) with `seed` under `res_dir` ended, as its provenance says: True when `reproduce`
-    ran it to its end, False when it stopped on an error, None when nothing says (still going, killed, or no provenance)."""
+    ran it to its end, False when it stopped on an error, None when nothing says (still going, killed, or no
+    provenance)."""
     p = Path(res_dir)/'runs'/f'{notebook}.seed{seed}.json'
     return json.loads(p.read_text()).get('finished') if p.exists() else None
 
@@ -380,8 +399,9 @@ def settle_pending(res_dir: str|Path, nbs_dir: str|Path) -> list[tuple[str, int]
 def pending_text(res_dir: str|Path) -> list[str]:
     "The ledger of `res_dir` as lines, one per reason: its commit and the runs it keeps pending."
     d = read_pending(res_dir)
-    return [f'{reason} (since {commit}): ' + ', '.join(f'{r.notebook} seed{"s" * (len(r.seeds) > 1)} {" ".join(map(str, r.seeds))}'
-                                                   for r in g.itertuples())
+    return [f'{reason} (since {commit}): '
+            + ', '.join(f'{r.notebook} seed{"s" * (len(r.seeds) > 1)} {" ".join(map(str, r.seeds))}'
+                        for r in g.itertuples())
             for (reason, commit), g in d.groupby(['reason', 'commit'], sort=False)]
 
 # %% ../nbs/14_runs.ipynb #b2e74857
@@ -402,10 +422,12 @@ def paper_items(root: str|Path) -> list[dict]:
     with open(path, encoding='utf-8') as f: rows = list(csv.DictReader(f))
     items = {(r['paper'], r['item']) for r in rows}
     for i, r in enumerate(rows, 2):
-        if r['kind'] not in ITEM_KINDS: raise ValueError(f"{path.name} line {i}: kind {r['kind']!r} is not one of {ITEM_KINDS}")
+        if r['kind'] not in ITEM_KINDS:
+            raise ValueError(f"{path.name} line {i}: kind {r['kind']!r} is not one of {ITEM_KINDS}")
         on = r.get('findings_on') or ''
         if on and ((r['paper'], on) not in items or on == r['item']):
-            raise ValueError(f"{path.name} line {i}: findings_on {on!r} of {r['paper']} {r['item']} must name another item of {r['paper']} in the file")
+            raise ValueError(f"{path.name} line {i}: findings_on {on!r} of {r['paper']} {r['item']} must name another "
+                             f"item of {r['paper']} in the file")
     return rows
 
 ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')
@@ -413,8 +435,8 @@ CLAIM_COLUMNS = ['paper', 'item', 'notebook', 'key', 'claim', 'kind', 'verdict',
 
 def item_claims(res: str|Path, declared: str|Path|None = None) -> pd.DataFrame:
     """Every claim saved under the results folder `res` (one scale) by its paper's claims notebook, with its words, kind
-    and expected verdict (`declared`: a claims data file, default the repository's `docs/claims.csv`) and its verdict over
-    the seeds recorded there ('missing' where no seed has its numbers), one row per item its margin names. A claim
+    and expected verdict (`declared`: a claims data file, default the repository's `docs/claims.csv`) and its verdict
+    over the seeds recorded there ('missing' where no seed has its numbers), one row per item its margin names. A claim
     without a row reads as a finding expected to hold, and a row naming no saved claim is left out here (the runs may
     predate it); the claims notebooks and `tests/test_claims.py` reject both. The reason of a verdict that differs from
     the expected one is that of `differing_verdicts.csv` beside `declared`, where it explains this very verdict."""
@@ -426,12 +448,13 @@ def item_claims(res: str|Path, declared: str|Path|None = None) -> pd.DataFrame:
         claims = load_claims(f)
         recs = [pd.read_csv(p).assign(notebook=f.stem) for p in sorted((res/'records').glob(f'{f.stem}.seed*.csv'))]
         if not claims: continue
-        recs = pd.concat(recs, ignore_index=True) if recs else pd.DataFrame(columns=['notebook', 'seed', 'item', 'method', 'metric', 'value'])
+        recs = (pd.concat(recs, ignore_index=True) if recs
+                else pd.DataFrame(columns=['notebook', 'seed', 'item', 'method', 'metric', 'value']))
         t = claims_table(claims, recs, declared=dc, differing=dv, strict=False)
         for c, v in zip(claims, t.itertuples()):
             for item in dict.fromkeys(norm_item(r[0]) for r in claim_refs(c)):
-                rows.append(dict(paper=paper_of_notebook(f.stem + '.ipynb'), item=item, notebook=f.stem, key=c['key'], claim=v.claim,
-                                 kind=v.kind, verdict=v.verdict, expect=v.expect, constant=v.constant,
+                rows.append(dict(paper=paper_of_notebook(f.stem + '.ipynb'), item=item, notebook=f.stem, key=c['key'],
+                                 claim=v.claim, kind=v.kind, verdict=v.verdict, expect=v.expect, constant=v.constant,
                                  reason=v.reason or (v.why_differs if v.explained else '')))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
@@ -439,7 +462,8 @@ def findings_text(row) -> str:
     """What a row of `status_table` says of its findings: how many hold (and on which item they are declared, if
     another), or why it has none."""
     if not row.claims: return 'a setup table, no finding' if row.kind == 'setup' else 'no finding declared on it'
-    return f'{row.holding} of {row.claims} findings hold' + (f' (those of {row.findings_on}, whose numbers it shows)' if row.findings_on else '')
+    return (f'{row.holding} of {row.claims} findings hold'
+            + (f' (those of {row.findings_on}, whose numbers it shows)' if row.findings_on else ''))
 
 def claims_state(verdicts) -> str:
     "The state of a current item from the verdicts of its findings: reproduced, partly, differs, or runs (no finding)."
@@ -469,13 +493,19 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
         for paper, item in items: produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
     def row(paper, item, kind, caption, findings_on=''):
         who = produced.pop((paper, item), set())
-        mine = (claims[(claims.paper == paper) & claims['item'].isin({item, findings_on or item})]   # with the item that shares its findings
-                .drop_duplicates(['notebook', 'key']))                                     # a claim naming both counts once
+        # its claims with those of the item that shares its findings; a claim naming both counts once
+        mine = (claims[(claims.paper == paper) & claims['item'].isin({item, findings_on or item})]
+                .drop_duplicates(['notebook', 'key']))
         findings, checks = mine[mine.kind == 'finding'], mine[mine.kind == 'check']
-        counts = dict(claims=len(findings), holding=int((findings.verdict == 'holds').sum()), kind=kind, findings_on=findings_on,
-                      checks=len(checks), checks_holding=int((checks.verdict == 'holds').sum()))
-        if kind == 'illustration' and not who: return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='', caption=caption, **counts)
-        if not who: return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption, **counts)
+        counts = dict(claims=len(findings), holding=int((findings.verdict == 'holds').sum()), kind=kind,
+                      findings_on=findings_on, checks=len(checks),
+                      checks_holding=int((checks.verdict == 'holds').sum()))
+        if kind == 'illustration' and not who:
+            return dict(paper=paper, item=item, status='illustration', notebooks='', seeds='', reasons='',
+                        caption=caption, **counts)
+        if not who:
+            return dict(paper=paper, item=item, status='missing', notebooks='', seeds='', reasons='', caption=caption,
+                        **counts)
         cur = sorted({s for nb, s in who if states[(nb, s)][0] == 'current'})
         not_current = sorted((nb, s) for nb, s in who if states[(nb, s)][0] != 'current')
         listed = {}          # (reason, commit) -> notebook -> seeds
@@ -483,20 +513,24 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
             if (nb, s) in pending: listed.setdefault(pending[(nb, s)], {}).setdefault(nb, []).append(s)
         stale = ([f'{nb} seed{"s" * (len(ss) > 1)} {" ".join(map(str, ss))}: re-run pending since {commit}: {reason}'
                   for (reason, commit), by_nb in listed.items() for nb, ss in by_nb.items()]
-                 + [f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1]) for nb, s in not_current if (nb, s) not in pending])
-        failing = ([f'{r.claim} [{r.verdict}' + (', check' if r.kind == 'check' else '') + ']' + (f': {r.reason}' if r.reason else '')
+                 + [f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1])
+                    for nb, s in not_current if (nb, s) not in pending])
+        failing = ([f'{r.claim} [{r.verdict}' + (', check' if r.kind == 'check' else '') + ']'
+                    + (f': {r.reason}' if r.reason else '')
                     for r in mine.itertuples() if r.verdict != 'holds']
                    + [f'{r.claim} [constant margin]' for r in findings.itertuples() if r.constant])
         return dict(paper=paper, item=item, status='stale' if stale else claims_state(findings.verdict),
                     notebooks=' '.join(sorted({nb for nb, _ in who})), seeds=' '.join(map(str, cur)),
                     reasons=' | '.join(stale or failing), caption=caption, **counts)
-    rows = [row(i['paper'], i['item'], i['kind'], i['caption'], i.get('findings_on', '')) for i in paper_items(nbs_dir.parent)]
+    rows = [row(i['paper'], i['item'], i['kind'], i['caption'], i.get('findings_on', ''))
+            for i in paper_items(nbs_dir.parent)]
     for (paper, item) in sorted(produced):   # items the papers do not number
         rows.append(row(paper, item, 'own', f'not a numbered item of the paper ({paper})'))
-    return pd.DataFrame(rows, columns=['paper', 'item', 'kind', 'status', 'claims', 'holding', 'checks', 'checks_holding',
-                                       'findings_on', 'notebooks', 'seeds', 'reasons', 'caption'])
+    return pd.DataFrame(rows, columns=['paper', 'item', 'kind', 'status', 'claims', 'holding', 'checks',
+                                       'checks_holding', 'findings_on', 'notebooks', 'seeds', 'reasons', 'caption'])
 
-def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None, min_seeds: int = 3) -> list[str]:
+def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None,
+                  min_seeds: int = 3) -> list[str]:
     """What keeps the committed results at `scale` from being trusted: every experiment notebook must have at least
     `min_seeds` current runs, and no run of any notebook may be stale or stopped on an error, unless the re-run ledger
     lists it; the ledger may list no current run and no notebook that does not exist. [] when all is well."""
@@ -511,15 +545,18 @@ def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|P
         cur = sorted(s for s, (st, _) in states.items() if st == 'current')
         listed = sorted(s for n, s in pending if n == nb.stem)
         for s, (st, why) in sorted(states.items()):
-            if st != 'current' and s not in listed: problems.append(f'{nb.stem} seed {s} is {st}: ' + '; '.join(why) + f' (re-run it, {declare})')
+            if st != 'current' and s not in listed:
+                problems.append(f'{nb.stem} seed {s} is {st}: ' + '; '.join(why) + f' (re-run it, {declare})')
             if st == 'current' and s not in listed and run_outcome(res, nb.stem, s) is False:     # reproduce marks it
-                problems.append(f'{nb.stem} seed {s} did not finish (its notebook stopped on an error; the records are a part): re-run it ({declare})')
+                problems.append(f'{nb.stem} seed {s} did not finish (its notebook stopped on an error; the records '
+                                f'are a part): re-run it ({declare})')
         problems += [f'{pending_path(res).name} lists {nb.stem} seed {s}, which is current: take it off '
                      '(compatrepro reproduce --pending does so as each run lands)' for s in listed
-                     if s in cur and run_outcome(res, nb.stem, s) is True]      # one still going (or stopped) stays listed
+                     if s in cur and run_outcome(res, nb.stem, s) is True]   # one still going (or stopped) stays listed
         if len(set(cur) | set(listed)) < min_seeds:
-            problems.append(f'{nb.stem} has {len(cur)} current seed(s) ({" ".join(map(str, cur)) or "none"}), needs {min_seeds}: '
-                            f'compatrepro reproduce --scale {scale} --only {nb.stem} --seeds {" ".join(map(str, range(min_seeds)))} ({declare})')
+            problems.append(f'{nb.stem} has {len(cur)} current seed(s) ({" ".join(map(str, cur)) or "none"}), needs '
+                            f'{min_seeds}: compatrepro reproduce --scale {scale} --only {nb.stem} '
+                            f'--seeds {" ".join(map(str, range(min_seeds)))} ({declare})')
     for nb in sorted(set(runs.notebook) - {p.stem for p in experiment_notebooks(nbs_dir)}):
         problems.append(f'records of {nb} exist but its notebook does not: delete {res}/records/{nb}.seed*.csv')
     for nb in sorted({n for n, _ in pending} - {p.stem for p in experiment_notebooks(nbs_dir)}):
@@ -532,7 +569,8 @@ PREMISE_PAIRS = {
     'ImageNet (FastFill)': ('20_fastfill_imagenet', 'Models', 'new / new', 'old / old', 'new / old (independent)',
                             ('BCT / BCT', 'RACT / RACT'), ('top1', 'mAP')),
     'IMDB-Face (BCT)': ('30_bct_ijbc', 'Table 2', 'new* / new*', 'old / old', None,
-                        ('new-β / new-β', 'new-β-kd / new-β-kd', 'new-β-sys / new-β-sys'), ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2')),
+                        ('new-β / new-β', 'new-β-kd / new-β-kd', 'new-β-sys / new-β-sys'),
+                        ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2')),
 }
 def premise_chance(scale: str = 'tiny') -> float:
     "Top-1 (%) of a random ranking on ImageNet-1k's stand-in, query = gallery with the query left out: (k-1)/(n-1)."
@@ -540,16 +578,18 @@ def premise_chance(scale: str = 'tiny') -> float:
 
 def premise_criteria(v, new: str, old: str, indep: str|None, compatible, metrics, chance: float) -> list[dict]:
     """The acceptance criteria of one pair on one seed, `v(model, metric)` its self-tests' numbers (NaN where missing):
-    'premise' per metric (`new` minus the best of `compatible`: holds above 0; none without a compatible model), 'spread' (`new` minus `old` top-1, both
-    at most 90: holds at 10 or more) and 'chance' (`indep`'s top-1, at most 3x `chance`). Rows: criterion, metric,
-    margin, holds. `premise_table` reads them off the records; `benchmarks/standin_regime.py` off its candidates."""
+    'premise' per metric (`new` minus the best of `compatible`: holds above 0; none without a compatible model),
+    'spread' (`new` minus `old` top-1, both at most 90: holds at 10 or more) and 'chance' (`indep`'s top-1, at most 3x
+    `chance`). Rows: criterion, metric, margin, holds. `premise_table` reads them off the records;
+    `benchmarks/standin_regime.py` off its candidates."""
     rows = []
     for k in (metrics if compatible else ()):
         margin = v(new, k) - max(v(c, k) for c in compatible)
         rows.append(dict(criterion='premise', metric=k, margin=margin, holds=bool(margin > 0)))
     if 'top1' in metrics:
         gap = v(new, 'top1') - v(old, 'top1')
-        rows.append(dict(criterion='spread', metric='top1', margin=gap, holds=bool(gap >= 10 and max(v(new, 'top1'), v(old, 'top1')) <= 90)))
+        rows.append(dict(criterion='spread', metric='top1', margin=gap,
+                         holds=bool(gap >= 10 and max(v(new, 'top1'), v(old, 'top1')) <= 90)))
     if indep is not None:
         x = v(indep, 'top1')
         rows.append(dict(criterion='chance', metric='top1', margin=x, holds=bool(x <= 3*chance)))
@@ -564,8 +604,10 @@ def premise_table(results: str|Path = 'results', scale: str = 'tiny') -> pd.Data
     for pair, (nb, item, new, old, indep, compatible, metrics) in PREMISE_PAIRS.items():
         for seed, f in runs[runs.notebook == nb][['seed', 'file']].itertuples(index=False):
             d = pd.read_csv(f); d = d[d['item'] == item]
-            v = lambda m, k: float(d[(d.method == m) & (d.metric == k)].value.iloc[0]) if ((d.method == m) & (d.metric == k)).any() else np.nan
-            rows += [dict(pair=pair, seed=seed) | r for r in premise_criteria(v, new, old, indep, compatible, metrics, chance)]
+            v = lambda m, k: (float(d[(d.method == m) & (d.metric == k)].value.iloc[0])
+                              if ((d.method == m) & (d.metric == k)).any() else np.nan)
+            rows += [dict(pair=pair, seed=seed) | r
+                     for r in premise_criteria(v, new, old, indep, compatible, metrics, chance)]
     return pd.DataFrame(rows, columns=['pair', 'seed', 'criterion', 'metric', 'margin', 'holds'])
 
 def premise_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
@@ -574,11 +616,13 @@ def premise_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
     if t.empty: return 'Premise of the stand-in (BCT Table 2: compatibility costs the new model): no records yet.'
     p = t[t.criterion == 'premise']
     worst = p.loc[p.margin.idxmin()]
-    head = 'holds' if t.holds.all() else 'DIFFERS: premise' if not p.holds.all() else 'premise holds; other criteria fail'
+    head = ('holds' if t.holds.all() else 'DIFFERS: premise' if not p.holds.all()
+            else 'premise holds; other criteria fail')
     return (f"Premise of the stand-in (BCT Table 2: compatibility costs the new model): {head}: "
-            f"{int(p.holds.sum())} of {len(p)} premise margins above 0 (smallest {worst.margin:+.1f} points, {worst.pair} "
-            f"{worst.metric}, seed {worst.seed}); spread and chance {int(t[t.criterion != 'premise'].holds.sum())} of "
-            f"{int((t.criterion != 'premise').sum())} (see docs/standin_regime.md).")
+            f"{int(p.holds.sum())} of {len(p)} premise margins above 0 (smallest {worst.margin:+.1f} points, "
+            f"{worst.pair} {worst.metric}, seed {worst.seed}); spread and chance "
+            f"{int(t[t.criterion != 'premise'].holds.sum())} of {int((t.criterion != 'premise').sum())} "
+            f"(see docs/standin_regime.md).")
 
 # %% ../nbs/14_runs.ipynb #a7c1e0p5
 ALL_PAPERS = 'all four papers'
@@ -589,15 +633,16 @@ def own_seconds(prov: dict) -> float:
 
 def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFrame:
     """What each seed cost, from the finished runs' provenance under `results/scale`: one row per paper (and
-    `ALL_PAPERS`) and seed, with the hours of its notebooks, the hours of making the artifacts its runs used (each once),
-    their sum `hours`, and what could not be counted: `unrecorded` artifacts (making time unknown) and `unlisted` runs
-    (no list of artifacts); `threaded` runs ran on more than one thread, so their wall time is less than one thread's."""
+    `ALL_PAPERS`) and seed, with the hours of its notebooks, the hours of making the artifacts its runs used (each
+    once), their sum `hours`, and what could not be counted: `unrecorded` artifacts (making time unknown) and
+    `unlisted` runs (no list of artifacts); `threaded` runs ran on more than one thread, so their wall time is less
+    than one thread's."""
     check_scale(scale); runs = []
     for f in sorted((Path(results)/scale/'runs').glob('*.seed*.json')):
         p = json.loads(f.read_text())
         if p.get('finished') and p.get('duration') is not None:
-            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own_seconds(p), p.get('artifacts'),
-                         (p.get('threads') or 1) > 1))
+            runs.append((paper_of_notebook(p['notebook'] + '.ipynb'), int(p['seed']), own_seconds(p),
+                         p.get('artifacts'), (p.get('threads') or 1) > 1))
     rows = []
     for paper in list(dict.fromkeys(r[0] for r in runs)) + [ALL_PAPERS]:
         for seed in sorted({r[1] for r in runs}):
@@ -619,35 +664,44 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
     h = run_hours(results, scale)
     if h.empty: return f'No finished {scale} run has recorded its duration yet.'
     # a claims notebook re-reads records in seconds: its pending re-run leaves its paper's seed measured
-    listed = {(paper_of_notebook(nb + '.ipynb'), s) for nb, s in pending_runs(Path(results)/scale) if not is_claims_notebook(nb + '.ipynb')}
+    listed = {(paper_of_notebook(nb + '.ipynb'), s) for nb, s in pending_runs(Path(results)/scale)
+              if not is_claims_notebook(nb + '.ipynb')}
     papers = [p for p in dict.fromkeys(h.index.get_level_values('paper')) if p != ALL_PAPERS]
     ok = lambda p, s: (p, s) not in listed and (p, s) in h.index
     # a seed counts for the four papers together where every paper's runs of it are on today's code
     today = h[[ok(p, s) if p != ALL_PAPERS else all(ok(q, s) for q in papers) for p, s in h.index]]
     per = today.hours.groupby(level='paper', sort=False).mean()
     # a lower bound: something not counted, or a run on several threads (less wall time than one thread takes)
-    low = ((today.unrecorded > 0) | (today.unlisted > 0) | (today.threaded > 0)).groupby(level='paper', sort=False).any()
+    low = (((today.unrecorded > 0) | (today.unlisted > 0) | (today.threaded > 0))
+           .groupby(level='paper', sort=False).any())
     seeds = lambda k: today.loc[k].index.tolist()
-    hours = lambda k: ('at least ' if low[k] else '') + f'{per[k]:.1f} (seed{"s" if len(seeds(k)) > 1 else ""} {", ".join(map(str, seeds(k)))})'
+    hours = lambda k: (('at least ' if low[k] else '')
+                       + f'{per[k]:.1f} (seed{"s" if len(seeds(k)) > 1 else ""} {", ".join(map(str, seeds(k)))})')
     done, notyet = [p for p in papers if p in per.index], [p for p in papers if p not in per.index]
     if ALL_PAPERS in per.index:
-        total = (f'; {ALL_PAPERS} {hours(ALL_PAPERS)}, {"at least" if low[ALL_PAPERS] else "about"} {per[ALL_PAPERS]/2:.1f} '
-                 'hours of wall time at two notebooks at a time.')
+        total = (f'; {ALL_PAPERS} {hours(ALL_PAPERS)}, {"at least" if low[ALL_PAPERS] else "about"} '
+                 f'{per[ALL_PAPERS]/2:.1f} hours of wall time at two notebooks at a time.')
     else:
-        total = (f'; not yet measured on today\'s code: {", ".join(notyet)} (each of their seeds has runs pending a re-run). '
-                 f'{ALL_PAPERS.capitalize()}: known once every paper is measured; those measured add up to {"at least " if low[done].any() else ""}'
-                 f'{per[done].sum():.1f} hours of one thread, about {per[done].sum()/2:.1f} of wall time at two notebooks at a time '
-                 '(less the models they share).' if done else
-                 ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a re-run).')
-    gaps = [f'{n} {what}' for n, what in ((int(today.unrecorded.max()), 'artifact(s) saved before their making time was written'),
-                                          (int(today.unlisted.max()), 'run(s) that did not list their artifacts')) if n] if len(today) else []
+        total = (f'; not yet measured on today\'s code: {", ".join(notyet)} (each of their seeds has runs pending a '
+                 f're-run). {ALL_PAPERS.capitalize()}: known once every paper is measured; those measured add up to '
+                 f'{"at least " if low[done].any() else ""}{per[done].sum():.1f} hours of one thread, about '
+                 f'{per[done].sum()/2:.1f} of wall time at two notebooks at a time (less the models they share).'
+                 if done else
+                 ': no paper has a seed whose runs are all on today\'s code yet (every seed has runs pending a '
+                 're-run).')
+    gaps = ([f'{n} {what}' for n, what in
+             ((int(today.unrecorded.max()), 'artifact(s) saved before their making time was written'),
+              (int(today.unlisted.max()), 'run(s) that did not list their artifacts')) if n]
+            if len(today) else [])
     caveats = f" Not counted: {' and '.join(gaps)} (the most of any seed)." if gaps else ''
     threaded = int(today.threaded.max()) if len(today) else 0
-    if threaded: caveats += (f' Counted at their wall time, less than one thread would take: {threaded} run(s) on more than '
-                             'one thread (the most of any seed).')
-    return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the notebooks and '
-            f'the making of every model and feature set they used, each once; the mean over the seeds whose runs are all '
-            f'current)' + (': ' + ', '.join(f'{k} {hours(k)}' for k in done) if done else '') + total + caveats)
+    if threaded:
+        caveats += (f' Counted at their wall time, less than one thread would take: {threaded} run(s) on more than '
+                    'one thread (the most of any seed).')
+    return (f'Run time per seed at {scale} scale on today\'s code, from an empty cache (hours of one thread: the '
+            f'notebooks and the making of every model and feature set they used, each once; the mean over the seeds '
+            f'whose runs are all current)' + (': ' + ', '.join(f'{k} {hours(k)}' for k in done) if done else '')
+            + total + caveats)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
 def _mark_finished(res_dir: Path, job: NotebookJob, seed: int):
@@ -670,10 +724,12 @@ def compare_records(before: pd.DataFrame|None, after: pd.DataFrame, spread: pd.S
     seeds' range of each value, indexed like `RECORD_ID` less the seed), the largest and the median difference in
     units of that spread (a difference where the seeds agree exactly counts as infinitely many spreads)."""
     if before is None: return dict(values=len(after), equal=0, largest=np.nan, only_before=0, only_after=len(after))
-    m = before[RECORD_ID + ['value']].merge(after[RECORD_ID + ['value']], on=RECORD_ID, how='outer', suffixes=('_b', '_a'), indicator=True)
+    m = before[RECORD_ID + ['value']].merge(after[RECORD_ID + ['value']], on=RECORD_ID, how='outer',
+                                            suffixes=('_b', '_a'), indicator=True)
     both = m[m._merge == 'both']
     d = (both.value_a - both.value_b).abs()
-    out = dict(values=len(after), equal=int((both.value_a == both.value_b).sum()), largest=float(d.max()) if len(d) else np.nan,
+    out = dict(values=len(after), equal=int((both.value_a == both.value_b).sum()),
+               largest=float(d.max()) if len(d) else np.nan,
                only_before=int((m._merge == 'left_only').sum()), only_after=int((m._merge == 'right_only').sum()))
     if spread is not None and len(d):
         sp = spread.reindex(pd.MultiIndex.from_frame(both[RECORD_ID[:-1]])).to_numpy()
@@ -740,7 +796,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         today = {s: q for s, q in every.items() if (stem, s) not in listed}
         last = today or every
         if not last:
-            rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False, basis='never ran: unknown')); continue
+            rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False,
+                             basis='never ran: unknown')); continue
         p = last.get(seed)
         ps = [p] if p else [last[s] for s in sorted(last)]
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
@@ -753,7 +810,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
                  '; versions changed: every model made again' if bumped else
                  '; every model made (an empty cache)' if empty_cache else
                  '; models the cache holds are not made again' if p else '; its models all made for this seed')
-        rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted, basis=basis))
+        rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
+                         basis=basis))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])
 
 def plan_wall(minutes, n_jobs: int) -> float:
@@ -781,8 +839,11 @@ def _update_ledger(res_dir: Path, nbs_dir: Path, stem: str) -> None:
     lists exactly what is still to run."""
     if not is_claims_notebook(stem + '.ipynb'):
         paper = paper_of_notebook(stem + '.ipynb')
-        claims = [nb.stem for nb in experiment_notebooks(nbs_dir) if is_claims_notebook(nb.name) and paper_of_notebook(nb.name) == paper]
-        if claims: declare_pending(res_dir, nbs_dir, f're-reads the records of {stem}, re-run', min_seeds=0, only=[f'^{c}$' for c in claims])
+        claims = [nb.stem for nb in experiment_notebooks(nbs_dir)
+                  if is_claims_notebook(nb.name) and paper_of_notebook(nb.name) == paper]
+        if claims:
+            declare_pending(res_dir, nbs_dir, f're-reads the records of {stem}, re-run', min_seeds=0,
+                            only=[f'^{c}$' for c in claims])
     for nb, s in settle_pending(res_dir, nbs_dir): logger.info(f'{nb} seed {s} is current: taken off the re-run ledger')
 
 def _pending_selection(res_dir: Path, notebooks: list[Path], seeds) -> tuple[set, list[int]]:
@@ -792,7 +853,8 @@ def _pending_selection(res_dir: Path, notebooks: list[Path], seeds) -> tuple[set
     want = {(n, s) for n, s in pending_runs(res_dir) if n in stems and (seeds is None or s in seeds)}
     papers = {paper_of_notebook(n + '.ipynb') for n, _ in want}
     have = runs_of(res_dir)
-    claims_seeds = {int(s) for n, s in zip(have.notebook, have.seed) if is_claims_notebook(n + '.ipynb') and paper_of_notebook(n + '.ipynb') in papers}
+    claims_seeds = {int(s) for n, s in zip(have.notebook, have.seed)
+                    if is_claims_notebook(n + '.ipynb') and paper_of_notebook(n + '.ipynb') in papers}
     return want, sorted({s for _, s in want} | claims_seeds)
 
 def _plan_source(*dirs: Path) -> Path:
@@ -849,14 +911,18 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     take each run off the ledger as soon as it is current. `plan`: print what would run and its estimate, with the cache
     here and from an empty one (`print_plan`), and run nothing."""
     check_scale(scale)
-    if scale == 'paper' and not data_root: raise ValueError("--scale paper needs --data-root (see docs: running at paper scale)")
+    if scale == 'paper' and not data_root:
+        raise ValueError("--scale paper needs --data-root (see docs: running at paper scale)")
     nbs_dir, out = find_nbs_dir(nbs), Path(out).resolve()
     res_dir = out/scale
     notebooks = experiment_notebooks(nbs_dir, only)
     if pending:
-        if force or extra: raise ValueError('--pending re-runs what the re-run ledger lists, as it is: leave out --force and -p')
+        if force or extra:
+            raise ValueError('--pending re-runs what the re-run ledger lists, as it is: leave out --force and -p')
         want, seeds = _pending_selection(res_dir, notebooks, None if seeds is None else set(seeds))
-        if not want: print(f'The re-run ledger {pending_path(res_dir)} lists no run of the notebooks and seeds chosen: nothing to do.')
+        if not want:
+            print(f'The re-run ledger {pending_path(res_dir)} lists no run of the notebooks and seeds chosen: nothing '
+                  'to do.')
         current = lambda nb, seed: (nb.stem, seed) not in want
     else:
         seeds = (0,) if seeds is None else seeds
@@ -868,17 +934,20 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     status = {} if pending else {(nb.stem, s): None for nb in notebooks for s in seeds if (nb, s) not in runs}
     todo = [NotebookJob(nb, res_dir/'notebooks'/f'{nb.stem}.seed{seed}.ipynb',
                         dict(seed=int(seed), scale=scale, data_root=data_root, device=device, **(extra or {})),
-                        name=f'{nb.stem} seed {seed}', cwd=nbs_dir, env={'COMPATREPRO_OUT_DIR': str(out)}) for nb, seed in runs]
+                        name=f'{nb.stem} seed {seed}', cwd=nbs_dir, env={'COMPATREPRO_OUT_DIR': str(out)})
+            for nb, seed in runs]
     base = Path(compare_with).resolve()/scale if compare_with else res_dir
     def snapshot(stem, seed):   # before the run rewrites them (when `base` is where it writes)
         runs = sorted((base/'records').glob(f'{stem}.seed*.csv'))
         every = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True) if runs else None
         cl = base/'claims'/f'{stem}.json'
-        return (_read_csv_or_none(base/'records'/f'{stem}.seed{seed}.csv'), every, load_claims(cl) if cl.exists() else [])
+        return (_read_csv_or_none(base/'records'/f'{stem}.seed{seed}.csv'), every,
+                load_claims(cl) if cl.exists() else [])
     before = {(j.nb.stem, j.params['seed']): snapshot(j.nb.stem, j.params['seed']) for j in todo}
     compared = {}
     if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
-    todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))   # stable: notebook order otherwise
+    # the longest first; the sort is stable: notebook order otherwise
+    todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
     if plan:
         # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else
@@ -891,8 +960,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         print_plan(known, runs, n_jobs, res_dir, again=not todo and not pending, seeds=seeds,
                    main_job=only is None and list(seeds) == [0])
         return {}
-    logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, {min(n_jobs, max(1, len(todo)))} at a time; '
-                f'results in {res_dir}')
+    logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, '
+                f'{min(n_jobs, max(1, len(todo)))} at a time; results in {res_dir}')
     if pending_path(res_dir).exists():      # a committed results folder: what stops before its end stays listed
         list_started_runs(res_dir, nbs_dir, [(j.nb.stem, j.params['seed']) for j in todo])
     def done(job):
@@ -904,7 +973,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         if job.ok and rec.exists():
             old, every, claims = before[(job.nb.stem, seed)]
             new = pd.read_csv(rec)
-            c = compare_records(old, new, seed_spreads(every) if every is not None and every.seed.nunique() > 1 else None)
+            c = compare_records(old, new,
+                                seed_spreads(every) if every is not None and every.seed.nunique() > 1 else None)
             if old is not None and claims: c['claims_flipped'] = len(claim_sign_changes(claims, old, new, seed))
             compared[(job.nb.stem, seed)] = c
         if job.ok and pending_path(res_dir).exists(): _update_ledger(res_dir, nbs_dir, job.nb.stem)
@@ -918,8 +988,9 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     if compared:
         cmp = pd.DataFrame([dict(notebook=n, seed=s, **c) for (n, s), c in sorted(compared.items())])
         with atomic_path(res_dir/'rerun_comparison.csv') as tmp: cmp.to_csv(tmp, index=False)
-        print(f"\nAgainst the records they replace{f' (in {base})' if compare_with else ''}: {int((cmp['equal'] == cmp['values']).sum())} of "
-              f"{len(cmp)} run(s) gave equal records\n" + cmp.to_string(index=False))
+        print(f"\nAgainst the records they replace{f' (in {base})' if compare_with else ''}: "
+              f"{int((cmp['equal'] == cmp['values']).sum())} of {len(cmp)} run(s) gave equal records\n"
+              + cmp.to_string(index=False))
     if failed: print(f"\n{len(failed)} run(s) FAILED: " + ', '.join(f'{n} (seed {s})' for n, s in failed)
                      + f"\nEach failed run's executed notebook and log are in {res_dir/'notebooks'}")
     return status
