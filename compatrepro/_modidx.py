@@ -917,4 +917,5 @@ d = { 'settings': { 'branch': 'main',
                                      'compatrepro.upgrade.upgrade_orders': ('upgrade.html#upgrade_orders', 'compatrepro/upgrade.py'),
                                      'compatrepro.upgrade.upgrade_report': ('upgrade.html#upgrade_report', 'compatrepro/upgrade.py'),
                                      'compatrepro.upgrade.upgrade_transformation_spec': ( 'upgrade.html#upgrade_transformation_spec',
-                                                                                          'compatrepro/upgrade.py')}}}
+                                                                                          'compatrepro/upgrade.py')},
+            'compatrepro.upgrade_inputs': {}}}

@@ -18,30 +18,8 @@ __all__ = ['STATUS_WIDTH', 'SUMMARY_STATES', 'README_START', 'README_END', 'form
 _SCALES = ('smoke', 'tiny', 'paper')                                                              # core.SCALES
 _ITEM_STATES = ('reproduced', 'partly', 'differs', 'runs', 'stale', 'missing', 'illustration')   # runs.ITEM_STATES
 _DISTANCES = ('l2', 'cosine')                                                                     # retrieval.DISTANCES
-_UPGRADE_TRANSFORMS = ('FCT', 'FastFill', 'RM')                                    # upgrade.UPGRADE_TRANSFORMS' names
-_UPGRADE_ARRAYS = {                                                                # upgrade.UPGRADE_ARRAYS
-    'gallery_old': "(n, d_old) the gallery's features by the old model, phi_old(G), or a transformation's "
-                   "h(phi_old(G))",
-    'gallery_new': "(n, d_new) the same gallery images' features by the new model, phi_new(G)",
-    'gallery_labels': "(n,) each gallery image's class or identity (integers or strings)",
-    'query_new': "(m, d_new) the queries' features by the new model; without it every gallery image is a query that "
-                 "excludes itself",
-    'query_labels': "(m,) each query's class or identity, with query_new",
-    'query_old': "(m, d_old) the same queries' features by the old model, with query_new (without query_new: "
-                 "gallery_old)",
-    'gallery_logits': "(n, C) a classifier's logits on gallery_old: RACT's uncertainty orders",
-    'train_old': "(t, d_old) the old model's features of training images (not the gallery's), for a transformation",
-    'train_new': "(t, d_new) the same training images' features by the new model",
-    'train_labels': "(t,) each training image's class or identity",
-    'new_classifier': "(C, d_new) the new model's linear classifier kappa_new, with train_labels its row indices "
-                      "0..C-1: FastFill's L_disc",
-    'new_classifier_bias': "(C,) its bias, with new_classifier",
-}
-_UPGRADE_PREFIXES = {                                                             # upgrade.UPGRADE_PREFIXES
-    'score_': "(n,) a backfilling priority per gallery image, the largest backfilled first "
-              "(e.g. score_sigma: FastFill's log sigma^2)",
-    'order_': "(n,) a backfilling order: every gallery index once, the first backfilled first",
-}
+# the arrays of an upgrade come from a module that imports nothing (96_upgrade_inputs)
+from .upgrade_inputs import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS
 
 # %% ../nbs/98_cli.ipynb #2266cc4d
 def _batch(v: str) -> int|None:
@@ -234,7 +212,7 @@ def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'res
 # %% ../nbs/98_cli.ipynb #9b3d6e58
 def _upgrade_description() -> str:
     "`compatrepro upgrade --help`'s text: what it measures, and the arrays of its .npz (`97_upgrade`)."
-    rows = [*_UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in _UPGRADE_PREFIXES.items())]
+    rows = [*UPGRADE_ARRAYS.items(), *((f'{k}<name>', v) for k, v in UPGRADE_PREFIXES.items())]
     w = max(len(k) for k, _ in rows) + 2   # the names' column
     return ("Your own upgrade, from the features its old and new models give a sample of your data: BCT's "
             "compatibility criterion (eq. 2) and update gain (eq. 9), RACT's negative flip rate (eq. 12), and the "
@@ -372,9 +350,9 @@ def _add_upgrade(sub) -> None:
     g.add_argument('--seed', type=int, default=0, help='seed of the random order (default: 0)')
     g.add_argument('--device', default='auto', help="where the metrics are computed and the transformations trained: "
                    "'auto' (the GPU when there is one), 'cpu', 'cuda', ...")
-    g.add_argument('--transform', nargs='+', choices=list(_UPGRADE_TRANSFORMS), default=[], metavar='METHOD',
+    g.add_argument('--transform', nargs='+', choices=list(UPGRADE_TRANSFORMS), default=[], metavar='METHOD',
                    help=f"train these transformations on train_old/train_new/train_labels and evaluate them too: "
-                   f"{', '.join(_UPGRADE_TRANSFORMS)} (the papers' recipes; see 97_upgrade)")
+                   f"{', '.join(UPGRADE_TRANSFORMS)} (the papers' recipes; see 97_upgrade)")
     g.add_argument('--transform-epochs', type=int, default=None, metavar='N', help="epochs of every transformation "
                    "(default: the recipes', 80 for FCT and FastFill, 50 for RM)")
     g.add_argument('--write-example', metavar='NPZ', default=None, help="write a made-up upgrade's arrays to NPZ, to "

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from .core import stage, atomic_path, get_device
+from .upgrade_inputs import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS
 from .retrieval import as_features
 from .metrics import retrieval_metrics, retrieval_hits, nfr, is_compatible, update_gain, m_tilde
 from .backfill import (check_order, order_from_scores, random_order, entropy_order, margin_order,
@@ -25,39 +26,16 @@ from .models import ClassifierHead, load_transformation
 from .train import train_transformation, apply_transformation
 
 # %% auto #0
-__all__ = ['UPGRADE_ARRAYS', 'UPGRADE_PREFIXES', 'UPGRADE_REQUIRED', 'UPGRADE_TRAIN', 'UPGRADE_CLASSIFIER', 'UPGRADE_TRANSFORMS',
-           'UPGRADE_RM_BLOCKS', 'upgrade_features', 'load_upgrade_features', 'upgrade_orders', 'model_pairs',
-           'pair_values', 'compatibility_table', 'no_curves_because', 'upgrade_curves', 'curve_summary', 'plot_upgrade',
-           'UpgradeReport', 'upgrade_report', 'example_upgrade', 'upgrade_batch_size', 'upgrade_transformation_spec',
-           'train_upgrade_transformation', 'TransformedUpgrade', 'transformed_upgrade']
+__all__ = ['UPGRADE_REQUIRED', 'UPGRADE_TRAIN', 'UPGRADE_CLASSIFIER', 'UPGRADE_RM_BLOCKS', 'upgrade_features',
+           'load_upgrade_features', 'upgrade_orders', 'model_pairs', 'pair_values', 'compatibility_table',
+           'no_curves_because', 'upgrade_curves', 'curve_summary', 'plot_upgrade', 'UpgradeReport', 'upgrade_report',
+           'example_upgrade', 'upgrade_batch_size', 'upgrade_transformation_spec', 'train_upgrade_transformation',
+           'TransformedUpgrade', 'transformed_upgrade']
 
 # %% ../nbs/97_upgrade.ipynb #663a2383
-UPGRADE_ARRAYS = {
-    'gallery_old': "(n, d_old) the gallery's features by the old model, phi_old(G), or a transformation's "
-                   "h(phi_old(G))",
-    'gallery_new': "(n, d_new) the same gallery images' features by the new model, phi_new(G)",
-    'gallery_labels': "(n,) each gallery image's class or identity (integers or strings)",
-    'query_new': "(m, d_new) the queries' features by the new model; without it every gallery image is a query that "
-                 "excludes itself",
-    'query_labels': "(m,) each query's class or identity, with query_new",
-    'query_old': "(m, d_old) the same queries' features by the old model, with query_new (without query_new: "
-                 "gallery_old)",
-    'gallery_logits': "(n, C) a classifier's logits on gallery_old: RACT's uncertainty orders",
-    'train_old': "(t, d_old) the old model's features of training images (not the gallery's), for a transformation",
-    'train_new': "(t, d_new) the same training images' features by the new model",
-    'train_labels': "(t,) each training image's class or identity",
-    'new_classifier': "(C, d_new) the new model's linear classifier kappa_new, with train_labels its row indices "
-                      "0..C-1: FastFill's L_disc",
-    'new_classifier_bias': "(C,) its bias, with new_classifier",
-}
-UPGRADE_PREFIXES = {'score_': "(n,) a backfilling priority per gallery image, the largest backfilled first "
-                              "(e.g. score_sigma: FastFill's log sigma^2)",
-                    'order_': "(n,) a backfilling order: every gallery index once, the first backfilled first"}
 UPGRADE_REQUIRED = ('gallery_old', 'gallery_new', 'gallery_labels')
 UPGRADE_TRAIN = ('train_old', 'train_new', 'train_labels')
 UPGRADE_CLASSIFIER = ('new_classifier', 'new_classifier_bias')
-# method: its objective (07_train; the last section)
-UPGRADE_TRANSFORMS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert', 'RM': 'mcl'}
 UPGRADE_RM_BLOCKS = 2   # RM's psi and rho blocks (App. B.2: CIFAR-100, Market-1501)
 
 # %% ../nbs/97_upgrade.ipynb #d643689b
