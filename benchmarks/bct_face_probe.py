@@ -16,8 +16,21 @@ and on IJB-C's 1:1 images (unseen), as `bct_seen_unseen.py` measures it.
 
     python benchmarks/bct_face_probe.py --seeds 0 1 2 --out benchmarks/bct_face_probe.csv
 
+A third change, the stand-in's identities: `--identities N --images M` gives IMDB-Face's stand-in N identities of M
+training images each (the old model trains on the first half), with the recipe's old model only; 120 of 100 is the
+committed stand-in, 480 of 25 the same 12,000 images over four times the identities. It needs a cache of its own (a
+stand-in knob is not in the models' cache keys):
+
+    python benchmarks/bct_face_probe.py --identities 480 --images 25 --cache /tmp/faces-480 \\
+        --out benchmarks/bct_face_identities.csv
+
+and `--identity-summary` prints the table docs/suspects.md shows:
+
+    python benchmarks/bct_face_probe.py --identity-summary benchmarks/bct_face_probe.csv benchmarks/bct_face_identities.csv
+
 Models come from the artifact cache ($COMPATREPRO_CACHE; trained there first: about 25 minutes a seed on one thread)."""
 
+import sys
 from dataclasses import replace
 
 import numpy as np, pandas as pd
@@ -39,7 +52,7 @@ def rank1(query, gallery, labels, seed: int, max_images: int = 3000) -> float:
     return 100 * float(hits.mean())
 
 
-def probe_seed(seed: int, scale: str = 'tiny') -> list:
+def probe_seed(seed: int, scale: str = 'tiny', identities: tuple | None = None) -> list:
     from compatrepro.core import ExperimentParams, RunContext, set_context
     from compatrepro.experiments import update_specs, BASELINES
     from compatrepro.pipeline import get_features
@@ -54,6 +67,8 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
         f"old, {old2.epochs} epochs": {'old': old2, 'new': specs['new']}
         | {m: replace(specs['new'], compat=BASELINES[m](old2)) for m in MODELS},
     }
+    if identities is not None:  # the identity lever: the recipe's old model only
+        olds = dict(list(olds.items())[:1])
     data = face_data(P)
     rows = []
     for old_name, S in olds.items():
@@ -66,6 +81,8 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
             a, b = pair.split(' / ')
             a, b = ('new' if a == 'new*' else a), ('new' if b == 'new*' else b)
             row = dict(seed=seed, old_model=old_name, pair=pair, **{p: t[p] for p in POINTS})
+            if identities is not None:
+                row = dict(identities=identities[0], images=identities[1]) | row
             if b == 'old' and a != 'old':
                 row |= {f'eq. 2 ({p})': t[p] - T['old / old'][p] for p in POINTS}
             row['rank1 seen'] = rank1(seen[a]['features'], seen[b]['features'], seen[a]['labels'].numpy(), seed)
@@ -79,12 +96,52 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
     return rows
 
 
+def identity_summary(committed: str, identities: str) -> str:
+    """The identity lever as docs/suspects.md shows it: per stand-in (the committed probe's recipe old model, 120
+    identities of 100 images, and each `--identities` run) and pair, the means over seeds of 30's points and of
+    rank-1 on unseen subjects, and on how many seeds eq. 2 holds at each point."""
+    a = pd.read_csv(committed)
+    a = a[a['old_model'].str.contains('recipe')].assign(identities=120, images=100)
+    d = pd.concat([a, pd.read_csv(identities)], ignore_index=True)
+    cols = [*POINTS, 'rank1 unseen']
+    out = ['| stand-in | pair | seeds | ' + ' | '.join(cols) + ' | eq. 2 holds (' + ', '.join(POINTS) + ') |',
+           '|' + '---|' * (len(cols) + 4)]
+    for (n, m), g in d.groupby(['identities', 'images'], sort=False):
+        for pair, r in g.groupby('pair', sort=False):
+            compat = pair.endswith(' / old') and pair != 'old / old'
+            holds = ', '.join(f"{int((r[f'eq. 2 ({p})'] >= 0).sum())}/{len(r)}" for p in POINTS) if compat else ''
+            out.append(f"| {n} identities of {m} images | {pair} | {','.join(map(str, sorted(r.seed)))} | "
+                       + ' | '.join(f'{r[c].mean():.1f}' for c in cols) + f' | {holds} |')
+    return '\n'.join(out)
+
+
+def set_identities(scale: str, identities: int, images: int) -> None:
+    "This process's stand-in: IMDB-Face with `identities` trained identities of `images` training images each."
+    from compatrepro import glyphs
+
+    cfg = glyphs.STANDIN_CONFIGS[scale]
+    others = tuple(e for e in cfg.family_classes if e[0] != 'imdbface')
+    glyphs.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images, family_classes=others + (('imdbface', identities, 0),))
+
+
 def main(argv=None):
-    a = probe_arguments(__doc__, 'benchmarks/bct_face_probe.csv').parse_args(argv)
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--identity-summary':
+        print(identity_summary(*sys.argv[2:4]))
+        return
+    ap = probe_arguments(__doc__, 'benchmarks/bct_face_probe.csv')
+    ap.add_argument('--identities', type=int, help="IMDB-Face's trained identities (with --images; default: the stand-in's)")
+    ap.add_argument('--images', type=int, help='training images per identity (with --identities)')
+    a = ap.parse_args(argv)
+    if (a.identities is None) != (a.images is None):
+        ap.error('give --identities and --images together (e.g. --identities 480 --images 25)')
+    if a.identities is not None and not a.cache:
+        ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
     apply_probe_arguments(a)
+    if a.identities is not None:
+        set_identities(a.scale, a.identities, a.images)
     rows = []
     for s in a.seeds:
-        rows += probe_seed(s, a.scale)
+        rows += probe_seed(s, a.scale, None if a.identities is None else (a.identities, a.images))
         pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
 
 

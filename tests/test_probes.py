@@ -48,10 +48,10 @@ def disc_rows_ok(t: pd.DataFrame, e: pd.DataFrame, seeds):
     assert set(e['variant']) == set(t['variant']) and (e['epoch'] >= 1).all()
 
 
-def bct_rows_ok(t: pd.DataFrame, seeds):
-    assert t['old_model'].nunique() == 2
+def bct_rows_ok(t: pd.DataFrame, seeds, old_models: int = 2):
+    assert t['old_model'].nunique() == old_models
     pairs = {'old / old', 'new* / new*'} | {f'{m} / old' for m in bct_face_probe.MODELS}
-    assert set(t['pair']) == pairs and len(t) == len(seeds) * 2 * len(pairs)
+    assert set(t['pair']) == pairs and len(t) == len(seeds) * old_models * len(pairs)
     compat = t[t['pair'].str.endswith(' / old') & (t['pair'] != 'old / old')]
     assert compat[[f'eq. 2 ({p})' for p in bct_face_probe.POINTS]].notna().all().all()
 
@@ -75,6 +75,22 @@ def test_bct_face_probe_runs(tmp_path):
     bct_rows_ok(pd.read_csv(run_probe('bct_face_probe', tmp_path).with_suffix('.csv')), [0])
 
 
+def test_bct_face_probe_identities_run(tmp_path):
+    "The identity lever: IMDB-Face's stand-in with other identities and images, the recipe's old model only."
+    out = run_probe('bct_face_probe', tmp_path, '--identities', '48', '--images', '8', '--cache', str(tmp_path / 'c2'))
+    t = pd.read_csv(out.with_suffix('.csv'))
+    bct_rows_ok(t, [0], old_models=1)
+    assert (t['identities'] == 48).all() and (t['images'] == 8).all()
+
+
+def test_committed_bct_identities_are_whole():
+    t = pd.read_csv(ROOT / 'benchmarks' / 'bct_face_identities.csv')
+    seeds = sorted(t['seed'].unique())
+    assert 0 in seeds
+    for _, g in t.groupby(['identities', 'images']):
+        bct_rows_ok(g, seeds, old_models=1)
+
+
 def test_ract_keys_probe_runs(tmp_path):
     out = run_probe('ract_keys_probe', tmp_path, '--allocations', 'expansion')
     ract_rows_ok(pd.read_csv(out.with_suffix('.csv')), [0], ['expansion'])
@@ -92,3 +108,13 @@ def test_committed_probe_results_are_whole(name):
         ract_rows_ok(t, [0, 1, 2], list(RACT_ALLOCATIONS))
     else:
         disc_rows_ok(t, pd.read_csv(ROOT / 'benchmarks' / f'{name}_epochs.csv'), [0, 1, 2])
+
+
+def test_suspects_page_shows_the_committed_identity_lever():
+    "docs/suspects.md's table of the identity lever is the probe's own summary of the committed CSVs."
+    text = (ROOT / 'docs' / 'suspects.md').read_text(encoding='utf-8')
+    block = text.split('<!-- identity lever -->\n', 1)[1].split('<!-- /identity lever -->', 1)[0]
+    lines = [line.strip() for line in block.strip().splitlines()]
+    want = bct_face_probe.identity_summary(ROOT / 'benchmarks' / 'bct_face_probe.csv',
+                                           ROOT / 'benchmarks' / 'bct_face_identities.csv')
+    assert lines == want.splitlines()
