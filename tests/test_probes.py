@@ -108,13 +108,3 @@ def test_committed_probe_results_are_whole(name):
         ract_rows_ok(t, [0, 1, 2], list(RACT_ALLOCATIONS))
     else:
         disc_rows_ok(t, pd.read_csv(ROOT / 'benchmarks' / f'{name}_epochs.csv'), [0, 1, 2])
-
-
-def test_suspects_page_shows_the_committed_identity_lever():
-    "docs/suspects.md's table of the identity lever is the probe's own summary of the committed CSVs."
-    text = (ROOT / 'docs' / 'suspects.md').read_text(encoding='utf-8')
-    block = text.split('<!-- identity lever -->\n', 1)[1].split('<!-- /identity lever -->', 1)[0]
-    lines = [line.strip() for line in block.strip().splitlines()]
-    want = bct_face_probe.identity_summary(ROOT / 'benchmarks' / 'bct_face_probe.csv',
-                                           ROOT / 'benchmarks' / 'bct_face_identities.csv')
-    assert lines == want.splitlines()

@@ -1,0 +1,62 @@
+"""The docs' tables that benchmark scripts make from their committed CSVs, each between `<!-- name -->` and
+`<!-- /name -->` in its page: written by the scripts' own summaries, never by hand.
+
+    python benchmarks/docs_tables.py           # rewrite every block from the committed CSVs
+    python benchmarks/docs_tables.py --check   # exit 1, naming the blocks, if a page is not what its CSVs give
+
+`tests/test_screens.py` runs the check."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / 'benchmarks'
+
+
+def tables() -> dict:
+    "(page, block name) -> the table its script makes now from the committed CSVs."
+    import bct_face_probe, rm_epochs_ladder
+    from standin_regime import doubling_table
+
+    screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
+    return {('docs/standin_regime.md', 'recipe screen'): doubling_table(screens),
+            ('docs/standin_regime.md', 'rm ladder'): rm_epochs_ladder.summary(BENCH / 'rm_epochs_ladder.csv'),
+            ('docs/suspects.md', 'identity lever'):
+                bct_face_probe.identity_summary(BENCH / 'bct_face_probe.csv', BENCH / 'bct_face_identities.csv')}
+
+
+def block_span(text: str, page: str, name: str) -> tuple[int, int]:
+    "Where the block `name` of `page`'s `text` starts and ends (its markers excluded)."
+    start, end = f'<!-- {name} -->\n', f'<!-- /{name} -->'
+    if start not in text or end not in text:
+        raise ValueError(f"{page} has no {name!r} block: put '{start.strip()}' and '{end}' where its table goes")
+    a = text.index(start) + len(start)
+    return a, text.index(end, a)
+
+
+def read_block(page: str, name: str) -> str:
+    "The table in the block `name` of `page` (a path relative to the repository)."
+    text = (ROOT / page).read_text(encoding='utf-8')
+    a, b = block_span(text, page, name)
+    return text[a:b].strip()
+
+
+def write_block(page: str, name: str, table: str) -> None:
+    text = (ROOT / page).read_text(encoding='utf-8')
+    a, b = block_span(text, page, name)
+    (ROOT / page).write_text(text[:a] + table.strip() + '\n' + text[b:], encoding='utf-8')
+
+
+def stale_blocks() -> list[str]:
+    "The blocks whose table is not what their CSVs give now."
+    return [f'{page}: {name}' for (page, name), t in tables().items() if read_block(page, name) != t.strip()]
+
+
+if __name__ == '__main__':
+    sys.path.insert(0, str(BENCH))
+    if sys.argv[1:] == ['--check']:
+        stale = stale_blocks()
+        print('\n'.join(stale) or 'every table is current')
+        sys.exit(1 if stale else 0)
+    for (page, name), t in tables().items():
+        write_block(page, name, t)
