@@ -21,7 +21,7 @@ Seeds 0 and 2 (`0 8 16 - 192`, `0 8 16 96 192`, `0 8 16 - 384`, the same for 2):
 192 epochs, and seed 2 still moves 1.18 mAP on doubling, so the width-16 pair passes on seed 1 only."""
 import sys, time, torch
 from dataclasses import replace
-from compatrepro.core import ExperimentParams
+from compatrepro.runtime import ExperimentParams
 from compatrepro.experiments import update_specs, eval_features
 from compatrepro.metrics import retrieval_metrics
 torch.set_num_threads(1)

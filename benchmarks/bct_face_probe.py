@@ -53,7 +53,7 @@ def rank1(query, gallery, labels, seed: int, max_images: int = 3000) -> float:
 
 
 def probe_seed(seed: int, scale: str = 'tiny', identities: tuple | None = None) -> list:
-    from compatrepro.core import ExperimentParams, RunContext, set_context
+    from compatrepro.runtime import ExperimentParams, RunContext, set_context
     from compatrepro.experiments import update_specs, BASELINES
     from compatrepro.pipeline import get_features
     from compatrepro.bct import face_features, face_data, face_test
@@ -117,11 +117,11 @@ def identity_summary(committed: str, identities: str) -> str:
 
 def set_identities(scale: str, identities: int, images: int) -> None:
     "This process's stand-in: IMDB-Face with `identities` trained identities of `images` training images each."
-    from compatrepro import glyphs
+    from compatrepro import standin
 
-    cfg = glyphs.STANDIN_CONFIGS[scale]
+    cfg = standin.STANDIN_CONFIGS[scale]
     others = tuple(e for e in cfg.family_classes if e[0] != 'imdbface')
-    glyphs.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images, family_classes=others + (('imdbface', identities, 0),))
+    standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images, family_classes=others + (('imdbface', identities, 0),))
 
 
 def main(argv=None):

@@ -37,7 +37,7 @@ def main(argv=None):
     ap.add_argument('--out', help='write the rows to this CSV')
     a = ap.parse_args(argv)
     if a.cache: os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
-    from compatrepro.core import ExperimentParams
+    from compatrepro.runtime import ExperimentParams
     from dataclasses import replace
     from compatrepro.experiments import update_specs, BASELINES
     from compatrepro.metrics import retrieval_hits

@@ -20,7 +20,7 @@ def one(variant: str, threads: int, steps: int, warmup: int) -> float:
     "Images per second of `variant` in this process."
     import torch
     torch.set_num_threads(threads)
-    from compatrepro.core import seed_everything
+    from compatrepro.runtime import seed_everything
     from compatrepro.data import get_split
     from compatrepro.loaders import iter_batches
     from compatrepro.specs import backbone_spec

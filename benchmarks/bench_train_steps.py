@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np, torch
 from PIL import Image
 
-from compatrepro.core import RunContext, default_workers, get_device
+from compatrepro.runtime import RunContext, default_workers, get_device
 from compatrepro.data import get_split
 from compatrepro.pipeline import get_backbone
 from compatrepro import specs as SP, train as T

@@ -86,7 +86,7 @@ def within_class_share(x, labels) -> float:
 
 def probe_seed(seed: int, scale: str = 'tiny') -> tuple[list, list]:
     import torch
-    from compatrepro.core import ExperimentParams, RunContext, set_context
+    from compatrepro.runtime import ExperimentParams, RunContext, set_context
     from compatrepro.pipeline import get_backbone, get_features
     from compatrepro.experiments import (
         update_specs,

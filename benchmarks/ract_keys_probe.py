@@ -58,7 +58,7 @@ def curve_rows(curves: dict, metric: str, **where) -> list:
 
 
 def probe_seed(seed: int, scale: str, allocations) -> list:
-    from compatrepro.core import ExperimentParams, RunContext, current_context, set_context
+    from compatrepro.runtime import ExperimentParams, RunContext, current_context, set_context
     from compatrepro.specs import backbone_key
     from compatrepro.ract import RACT_TESTS, ract_random_curves, ract_specs
 

@@ -25,7 +25,7 @@ import torch
 
 def knob_args(p: argparse.ArgumentParser):
     "A flag for each knob of `GlyphConfig` that is a number or a (low, high) pair (not `class_seed`, not the class table)."
-    from compatrepro.glyphs import GlyphConfig
+    from compatrepro.standin import GlyphConfig
     for f in fields(GlyphConfig):
         if f.name == 'class_seed': continue
         if isinstance(f.default, tuple) and len(f.default) == 2:
@@ -72,10 +72,10 @@ def main(argv=None):
     knob_args(p)
     a = p.parse_args(argv)
     if a.threads: torch.set_num_threads(a.threads)
-    from compatrepro.core import seed_everything
+    from compatrepro.runtime import seed_everything
     from compatrepro.data import get_split
     from compatrepro.features import extract_features
-    from compatrepro.glyphs import standin_config
+    from compatrepro.standin import standin_config
     from compatrepro.metrics import retrieval_metrics
     from compatrepro.specs import backbone_spec
     from compatrepro.train import TrainingInterrupted, initial_model, train_backbone

@@ -152,16 +152,16 @@ def main(argv=None):
     out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
     os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache or out.with_suffix('.cache')).resolve())
     os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
-    from compatrepro import glyphs
+    from compatrepro import standin
     from compatrepro.experiments import BASELINES
     from compatrepro.metrics import retrieval_metrics
     from compatrepro.pipeline import cached_backbone, get_features
     from compatrepro.specs import backbone_spec
 
     scale = 'smoke' if a.smoke else 'tiny'
-    knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(glyphs.GlyphConfig)
+    knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(standin.GlyphConfig)
              if (v := getattr(a, f.name, None)) is not None}
-    glyphs.STANDIN_CONFIGS[scale] = replace(glyphs.STANDIN_CONFIGS[scale], **knobs)   # this process only: own cache
+    standin.STANDIN_CONFIGS[scale] = replace(standin.STANDIN_CONFIGS[scale], **knobs)   # this process only: own cache
     over = {k: v for k, v in dict(arch=a.arch, width=a.width, optimizer=a.optimizer, lr=a.lr, lr_batch=a.lr_batch,
                                   momentum=a.momentum, weight_decay=a.weight_decay, batch_size=a.batch_size,
                                   epochs=a.epochs, warmup_epochs=a.warmup_epochs, label_smoothing=a.label_smoothing).items()

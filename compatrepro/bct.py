@@ -6,7 +6,7 @@
 from __future__ import annotations
 import re
 import numpy as np, pandas as pd
-from .core import ExperimentParams
+from .runtime import ExperimentParams
 from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
 from .pipeline import get_features
 from .metrics import template_features, template_labels, pair_verification, open_set_search, is_compatible, update_gain

@@ -447,7 +447,7 @@ def _rehearse(a: argparse.Namespace) -> int:
 def _upgrade(a: argparse.Namespace) -> int:
     "`compatrepro upgrade`: the report of the upgrade in the .npz, printed and written under --out (or an example)."
     import numpy as np
-    from compatrepro.core import get_device
+    from compatrepro.runtime import get_device
     from compatrepro.upgrade import example_upgrade, upgrade_report
     if a.write_example:
         path = Path(a.write_example).with_suffix('.npz'); np.savez(path, **example_upgrade(train_per_class=50))

@@ -13,8 +13,11 @@ import pandas as pd
 import torch
 from torch.utils.data import Dataset
 
-from .core import ArtifactCache, STANDIN_SCALES, check_scale, register_version, seeded_rng, spec_key
-from .glyphs import STANDIN_FAMILIES, GlyphConfig, GlyphDataset, family_sizes, glyph_universe, standin_config
+from .runtime import ArtifactCache
+
+from .core import STANDIN_SCALES, check_scale, register_version, seeded_rng, spec_key
+from .standin import STANDIN_FAMILIES, GlyphConfig, family_sizes, standin_config
+from .glyphs import GlyphDataset, glyph_universe
 from .manifests import ManifestDataset, load_manifest
 
 # %% auto #0

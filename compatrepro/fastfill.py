@@ -8,7 +8,8 @@ from dataclasses import fields, replace
 from typing import NamedTuple
 
 import numpy as np, torch
-from .core import ExperimentParams, parse_lrs
+from .runtime import ExperimentParams
+from .core import parse_lrs
 from .specs import TransformationSpec
 from .pipeline import get_backbone
 from .backfill import entropy_order, random_order

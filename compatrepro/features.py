@@ -10,7 +10,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from .core import default_workers, get_device, progress
+from .runtime import default_workers, get_device
+
+from .core import progress
 from .models import autocast, to_device
 
 # %% auto #0

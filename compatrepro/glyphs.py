@@ -14,104 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from .core import ArtifactCache, STANDIN_SCALES, content_version, current_context, progress, register_version, spec_key
+from .core import progress, spec_key
+from .runtime import ArtifactCache, current_context
+from .standin import GLYPH_VERSION, STANDIN_FAMILIES, GlyphConfig, family_images, family_sizes
 
 # %% auto #0
-__all__ = ['GLYPH_VERSION', 'STANDIN_FAMILIES', 'EVAL_ID_FRACTION', 'STANDIN_CONFIGS', 'GLYPH_RANGES', 'SCRIPT_GROUPS',
-           'GROUP_NAMES', 'GlyphConfig', 'standin_config', 'family_sizes', 'family_images', 'glyph_fonts',
-           'render_mask', 'half_cell', 'find_homoglyphs', 'GlyphClasses', 'glyph_classes', 'render_glyphs',
-           'standin_normalization', 'make_glyph_universe', 'glyph_universe', 'GlyphDataset']
-
-# %% ../nbs/01_glyphs.ipynb #7ce3b537
-GLYPH_VERSION = 2  # bump when the rendering or the classes change: it is part of every cache key
-
-STANDIN_FAMILIES = ('imagenet', 'places365', 'cifar100', 'market1501', 'vggface2', 'gldv2', 'roxford5k', 'rparis6k',
-                    'imdbface', 'ijbc', 'pretrain')   # the dataset families of 03_data; each draws its own pool of
-                                                      # characters
-EVAL_ID_FRACTION = 0.2   # VGGFace2's test identities: this share of its classes (the paper holds 500 of 9,131
-                         # identities)
-
-@dataclass(frozen=True)
-class GlyphConfig:
-    "Every knob of the Glyphs stand-in (the defaults are the `tiny` scale; `STANDIN_CONFIGS` has both scales)."
-    n_classes: int = 120             # C, classes of a dataset family (Market-1501 and VGGFace2 test on some:
-                                     # `family_sizes`)
-    n_unseen: int = 120              # evaluation-only classes of GLDv2-test, of ROxford and of RParis (landmarks +
-                                     # distractors)
-    ijbc_subjects: int = 240         # IJB-C's subjects, evaluation only
-    ijbc_images: int = 35            # evaluation images per IJB-C subject (03_data cuts them into templates)
-    n_train: int = 100               # images per class in the training pool (classes models may train on)
-    n_eval: int = 20                 # images per class in the evaluation pool (query/gallery), disjoint
-    family_classes: tuple = ()       # ((family, trained classes, evaluation-only classes), ...): overrides
-                                     # `family_sizes`
-    image_size: int = 32             # H = W of the RGB images
-    render_size: int = 64            # glyph masks are drawn at this size, then warped and pooled down
-    glyph_box: float = 0.8           # a glyph's longer side fills this fraction of the mask (of its half, in a pair)
-    scale: tuple = (0.7, 1.0)        # random glyph scale (fraction of the image)
-    rotation: float = 10.0           # max |rotation| in degrees (small: 'p'/'d', 'n'/'u' stay apart)
-    shear: float = 5.0               # max |shear| in degrees
-    translate: float = 0.08          # max |offset| as a fraction of the image side
-    stroke: tuple = (-1, 2)          # stroke change in pixels of the mask (erode < 0 < dilate), inclusive
-    contrast: float = 0.5            # min |luminance(fg) - luminance(bg)| in [0, 1]
-    gradient: float = 0.1            # max strength of the background's linear gradient
-    clutter: int = 3                 # max number of random line strokes drawn over the background
-    noise: tuple = (0.0, 0.08)       # std of the additive Gaussian pixel noise, drawn per image
-    homoglyph_threshold: float = 0.95  # glyphs whose normalised renderings are this similar are one character
-    font_rank: int = 3               # a font is used for a character only if its rendering is among the
-                                     # `font_rank` characters closest to the reference rendering of it
-    class_seed: int = 0              # fixes the families' pools, their classes and their order (not the images)
-
-    def __post_init__(self):
-        if self.n_classes < 4:
-            raise ValueError("n_classes must be >= 4 (Market-1501 and VGGFace2 split theirs in two), got "
-                             f"{self.n_classes}")
-        if self.n_unseen < 3:
-            raise ValueError(f"n_unseen must be >= 3 (GLDv2-test's landmarks are a third of them), got {self.n_unseen}")
-        if self.ijbc_subjects < 2 or self.ijbc_images < 2:
-            raise ValueError(f"IJB-C needs >= 2 subjects of >= 2 images, got ijbc_subjects={self.ijbc_subjects}, "
-                             f"ijbc_images={self.ijbc_images}")
-        if self.n_train < 1 or self.n_eval < 2:
-            raise ValueError(f"need n_train >= 1 and n_eval >= 2, got {self.n_train}, {self.n_eval}")
-        if self.image_size < 8 or self.render_size < self.image_size or self.render_size % 2:
-            raise ValueError("image_size must be >= 8 and render_size an even number >= image_size, got "
-                             f"{self.image_size}, {self.render_size}")
-        for entry in self.family_classes:
-            if len(entry) != 3 or entry[0] not in STANDIN_FAMILIES or min(entry[1:]) < 0 or sum(entry[1:]) < 1:
-                raise ValueError("family_classes entries are (family, trained classes, evaluation-only classes) with "
-                                 f"a family of {STANDIN_FAMILIES} and counts >= 0, not both 0; got {entry!r}")
-
-STANDIN_CONFIGS = {'tiny': GlyphConfig(),
-                   'smoke': GlyphConfig(n_classes=24, n_unseen=24, ijbc_subjects=8, ijbc_images=11, n_train=16,
-                                        n_eval=4)}
-                   # smoke: a small slice that checks that code runs
-
-def standin_config(scale: str) -> GlyphConfig:
-    "The `GlyphConfig` of a stand-in scale ('tiny' or 'smoke')."
-    if scale not in STANDIN_CONFIGS:
-        raise ValueError(f"scale={scale!r} has no stand-in; the Glyphs stand-in runs at {STANDIN_SCALES}")
-    return STANDIN_CONFIGS[scale]
-
-def family_sizes(cfg: GlyphConfig) -> dict[str, tuple[int, int]]:
-    """{family: (t, e)}: the `t` classes the family's models may train on (its labels 0..t-1, with a training pool) and
-    its `e` evaluation-only classes (labels t..t+e-1). `n_classes` for the training sets (ImageNet, Places-365,
-    CIFAR-100, GLDv2, IMDB-Face, pre-training); Market-1501 halves it into training and test identities (the paper's
-    751 / 750), VGGFace2 keeps `EVAL_ID_FRACTION` of it as test identities; GLDv2 adds `n_unseen` classes for
-    GLDv2-test, ROxford and RParis have `n_unseen` each, IJB-C `ijbc_subjects`; `cfg.family_classes` overrides any of
-    them."""
-    n, u = cfg.n_classes, cfg.n_unseen
-    v = max(2, round(EVAL_ID_FRACTION*n))
-    out = {f: (n, 0) for f in STANDIN_FAMILIES}
-    out.update(market1501=(n//2, n - n//2), vggface2=(n - v, v), gldv2=(n, u), roxford5k=(0, u), rparis6k=(0, u),
-               ijbc=(0, cfg.ijbc_subjects))
-    out.update({f: (int(t), int(e)) for f, t, e in cfg.family_classes})
-    return out
-
-def family_images(cfg: GlyphConfig, family: str) -> tuple[int, int]:
-    "(training, evaluation) images per class of `family`'s pools: `n_train`, `n_eval` (IJB-C: `ijbc_images`)."
-    return cfg.n_train, (cfg.ijbc_images if family == 'ijbc' else cfg.n_eval)
-
-# the config itself (not asdict), as the cache keys of the universe take it
-for _s, _c in STANDIN_CONFIGS.items(): register_version(f'glyphs:{_s}', f'{GLYPH_VERSION}-{content_version(_c)}')
+__all__ = ['GLYPH_RANGES', 'SCRIPT_GROUPS', 'GROUP_NAMES', 'glyph_fonts', 'render_mask', 'half_cell', 'find_homoglyphs',
+           'GlyphClasses', 'glyph_classes', 'render_glyphs', 'standin_normalization', 'make_glyph_universe',
+           'glyph_universe', 'GlyphDataset']
 
 # %% ../nbs/01_glyphs.ipynb #8de0cf48
 _EXCLUDED_FONTS = ('LastResort', 'Display', 'STIXNonUni', 'STIXSiz', 'cmex')  # tofu font, partial/size-variant fonts

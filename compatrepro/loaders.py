@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from .core import default_workers
+from .runtime import default_workers
 from .manifests import IMAGENET_MEAN, IMAGENET_STD, ManifestDataset, image_transform
 
 # %% auto #0

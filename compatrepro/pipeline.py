@@ -9,7 +9,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .core import RunContext, STANDIN_SCALES, current_context, get_device, registered_versions, stage
+from .runtime import RunContext, current_context, get_device
+
+from .core import STANDIN_SCALES, registered_versions, stage
 from .data import get_split, split_versions
 from .models import load_model, load_transformation
 from .features import extract_features

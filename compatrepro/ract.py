@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
-from .core import ExperimentParams
+from .runtime import ExperimentParams
 from .data import get_split
 from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
                                ract_compat, ract_recipe)

@@ -11,8 +11,11 @@ from pathlib import Path
 import numpy as np, pandas as pd, torch, torchvision
 from PIL import Image
 
-from .core import ExperimentParams, atomic_write_text, default_out_dir, is_claims_notebook, seeded_rng
-from .glyphs import GlyphConfig, glyph_classes, render_glyphs
+from .runtime import ExperimentParams
+
+from .core import atomic_write_text, default_out_dir, is_claims_notebook, seeded_rng
+from .standin import GlyphConfig
+from .glyphs import glyph_classes, render_glyphs
 from .manifests import FAMILY_DIRS
 from .models import narrow_resnet
 from .data import SPLITS, STANDIN_ONLY_FAMILIES, describe_split, get_split, list_splits

@@ -4,28 +4,26 @@
 
 # %% ../nbs/12_report.ipynb #2b77449b
 from __future__ import annotations
-import ast, atexit, bisect, copy, functools, hashlib, inspect, json, os, platform, re, sys, threading, time
+import ast, bisect, copy, functools, hashlib, inspect, json, os, re, subprocess, sys, threading
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 import pandas as pd
-import torch
 import compatrepro
-from .core import (RECORD_COLUMNS, STANDIN_SCALES, atomic_path, atomic_write_text, current_context, get_device,
-                              make_record, paper_of_notebook,
-                              read_records, write_records)
+from .core import (RECORD_COLUMNS, STANDIN_SCALES, atomic_path, atomic_write_text, default_cache_dir,
+                              paper_of_notebook, read_records, registered_versions)
 
 # %% auto #0
-__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'PAPER_SCALE_ONLY', 'VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS',
-           'CLAIMS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'SAVE_EVERY_S', 'aggregate_records',
+__all__ = ['KEYS', 'LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'PAPER_SCALE_ONLY', 'VERSION_MODULES', 'VERDICTS', 'CLOSE_WITHIN',
+           'CLAIM_KINDS', 'CLAIMS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS', 'aggregate_records',
            'repo_root', 'paper_values', 'paper_value', 'fmt_mean_std', 'paper_table', 'table_caption',
-           'summary_markdown', 'write_summary', 'file_digest', 'find_notebook', 'cpu_model', 'machine_info',
-           'code_digest', 'names_used', 'Definition', 'module_definitions', 'library_definitions', 'name_digest',
-           'code_closure', 'notebook_code', 'notebook_code_hash', 'run_dependencies', 'library_changes',
-           'standin_unreached', 'run_library_changes', 'trace_definitions', 'traced_definitions', 'linear', 'diff',
-           'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'ClaimSet', 'load_claims',
-           'claim_refs', 'claim_margins', 'claim_band', 'claim_verdict', 'declared_claims', 'differing_verdicts',
-           'claims_table', 'claims_problems', 'save_open_books', 'RecordBook']
+           'summary_markdown', 'write_summary', 'file_digest', 'find_notebook', 'code_digest', 'names_used',
+           'Definition', 'module_definitions', 'library_definitions', 'name_digest', 'code_closure', 'notebook_code',
+           'notebook_code_hash', 'run_dependencies', 'library_changes', 'standin_unreached', 'run_library_changes',
+           'trace_definitions', 'traced_definitions', 'package_versions', 'linear', 'diff', 'above', 'below', 'least',
+           'near', 'close_to', 'order', 'make_claim', 'ClaimSet', 'load_claims', 'claim_refs', 'record_index',
+           'claim_margins', 'claim_band', 'claim_verdict', 'declared_claims', 'differing_verdicts', 'claims_table',
+           'claims_problems']
 
 # %% ../nbs/12_report.ipynb #992bf8cf
 KEYS = ['paper', 'item', 'dataset', 'scale', 'method', 'metric']
@@ -139,24 +137,6 @@ def find_notebook(name: str) -> Path|None:
     cands.append(Path(compatrepro.__file__).resolve().parent.parent/'nbs')
     return next((c/f'{name}.ipynb' for c in cands if (c/f'{name}.ipynb').exists()), None)
 
-def cpu_model() -> str:
-    "The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'): return line.split(':', 1)[1].strip()
-    except OSError: pass
-    return platform.processor() or platform.machine()
-
-def machine_info(ctx=None) -> dict:
-    """The package, torch and Python versions, the device, the CPU threads of this process, and what decides whether
-    two CPU runs can be bit-equal: the CPU model and the vector instructions torch uses (e.g. AVX2, AVX512)."""
-    ctx = ctx or current_context()
-    dev = get_device(ctx.device)
-    name = torch.cuda.get_device_name(dev) if dev.type == 'cuda' else (platform.processor() or platform.machine())
-    return dict(package=compatrepro.__version__, torch=torch.__version__, python=platform.python_version(),
-                device=f'{dev.type}: {name}', threads=torch.get_num_threads(), cpu=cpu_model(),
-                cpu_capability=torch.backends.cpu.get_cpu_capability())
-
 # %% ../nbs/12_report.ipynb #34613d5c
 LIBRARY_MODULES_SKIPPED = ('__init__', '__main__', '_modidx', 'cli')   # never imported by a run of a notebook
 
@@ -249,7 +229,7 @@ def _kept_module_definitions(f: Path) -> list[Definition]:
     src = f.read_text(encoding='utf-8')
     me = (Path(compatrepro.__file__).parent/'report.py').read_text(encoding='utf-8')
     key = hashlib.sha256('\0'.join([src, f.stem, me, sys.version]).encode()).hexdigest()[:24]
-    p = current_context().cache.root/'definitions'/f'{key}.json'
+    p = default_cache_dir()/'definitions'/f'{key}.json'
     try:
         return [Definition(d['module'], d['name'], d['digest'], frozenset(d['uses']))
                 for d in json.loads(p.read_text())]
@@ -298,7 +278,20 @@ def _is_package_import(s) -> bool:
 def notebook_code(path: str|Path) -> tuple[str, set[str]]:
     """(`code_hash`, names) of the notebook `path`: the digest of its code cells' statements in order, where the imports
     from `compatrepro` count as the sorted list of the names they bring in (not the module each comes from), and every
-    name its code uses."""
+    name its code uses. Kept in the artifact cache's `definitions/` under the notebook's text, as the package's are."""
+    text = Path(path).read_text(encoding='utf-8')
+    me = (Path(compatrepro.__file__).parent/'report.py').read_text(encoding='utf-8')
+    key = hashlib.sha256('\0'.join([text, me, sys.version]).encode()).hexdigest()[:24]
+    f = default_cache_dir()/'definitions'/f'{key}.json'
+    try:
+        d = json.loads(f.read_text()); return d['code_hash'], set(d['names'])
+    except (OSError, ValueError, KeyError, TypeError): pass
+    h, names = _notebook_code(path)
+    try: atomic_write_text(f, json.dumps(dict(code_hash=h, names=sorted(names))))
+    except OSError: pass
+    return h, names
+
+def _notebook_code(path: str|Path) -> tuple[str, set[str]]:
     body, imported = [], set()
     for src in _code_cells(path):
         for s in _parse_cell(src).body:
@@ -380,6 +373,39 @@ def traced_definitions(trace_dir: str|Path) -> dict[str, set[str]]:
     "{process id: the definitions (`module.name`) it executed} from the files `trace_definitions` wrote in `trace_dir`."
     return {f.stem: set(f.read_text().split()) for f in sorted(Path(trace_dir).glob('*.txt'))}
 
+
+# %% ../nbs/12_report.ipynb #ac549110
+VERSION_MODULES = ('compatrepro.standin', 'compatrepro.data', 'compatrepro.specs')   # they register every version
+_VERSIONS_READ = {}   # (folder, its files' names, times and sizes) -> versions: `status` asks once per run
+
+def package_versions(pkg_dir: str|Path|None = None) -> dict:
+    """`registered_versions` of the package in `pkg_dir` (default: this one) with every module of `VERSION_MODULES`
+    imported: this process's own where it imported them, else those kept in the artifact cache's `versions/` under the
+    package's files and Python's version, else read in a child process (and kept)."""
+    here = Path(compatrepro.__file__).parent.resolve()
+    pkg_dir = Path(pkg_dir).resolve() if pkg_dir else here
+    if pkg_dir == here and all(m in sys.modules for m in VERSION_MODULES): return registered_versions()
+    files = sorted(pkg_dir.glob('*.py'))
+    seen = (str(pkg_dir), tuple((f.name, st.st_mtime_ns, st.st_size) for f in files for st in [f.stat()]))
+    if seen in _VERSIONS_READ: return dict(_VERSIONS_READ[seen])
+    h = hashlib.sha256(sys.version.encode())
+    for f in files: h.update(f.name.encode() + b'\0' + f.read_bytes() + b'\0')
+    p = default_cache_dir()/'versions'/f'{h.hexdigest()[:24]}.json'
+    try: v = json.loads(p.read_text())
+    except (OSError, ValueError): v = None
+    if v is not None:
+        _VERSIONS_READ[seen] = v; return dict(v)
+    code = ('import importlib, json, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n'
+            'from compatrepro.core import registered_versions\nprint(json.dumps(registered_versions()))')
+    env = os.environ | {'PYTHONPATH': os.pathsep.join([str(pkg_dir.parent), os.environ.get('PYTHONPATH', '')])}
+    r = subprocess.run([sys.executable, '-c', code, *VERSION_MODULES], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"importing {pkg_dir} to read its versions failed:\n{r.stderr[-2000:]}")
+    v = json.loads(r.stdout.strip().splitlines()[-1])
+    try: atomic_write_text(p, json.dumps(v, sort_keys=True))
+    except OSError: pass   # a cache that cannot be written: read them again next time
+    _VERSIONS_READ[seen] = v
+    return dict(v)
 
 # %% ../nbs/12_report.ipynb #fd3896f6
 VERDICTS = ('holds', 'fails', 'within noise')
@@ -470,33 +496,43 @@ def claim_refs(claim: dict) -> list[tuple]:
     "The records `(item, method, metric)` a claim names."
     return list(dict.fromkeys((i, m, k) for t in claim['margin'] for i, m, k, _ in t['refs']))
 
-def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False):
-    """(seeds, value lookup) of the records of `claim`'s notebook; with `skip_incomplete` only the seeds with every
-    record it names."""
-    r = records if 'notebook' not in records else records[records.notebook == claim['notebook']]
-    seeds, v = sorted(r.seed.unique()), r.set_index(['seed', 'item', 'method', 'metric']).value
-    if skip_incomplete: seeds = [s for s in seeds if all((s, *ref) in v.index for ref in claim_refs(claim))]
+def record_index(records: pd.DataFrame) -> dict:
+    """{notebook: (its seeds, {(seed, item, method, metric): value})} of `records` (one entry, None, without a
+    `notebook` column): the lookup every claim of a table reads, made once."""
+    nbs = records['notebook'] if 'notebook' in records else [None]*len(records)
+    out = {}
+    for nb, s, i, m, k, v in zip(nbs, records['seed'], records['item'], records['method'], records['metric'],
+                                 records['value']):
+        out.setdefault(nb, {})[(int(s), i, m, k)] = float(v)
+    return {nb: (sorted({key[0] for key in d}), d) for nb, d in out.items()}
+
+def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False, index: dict|None = None):
+    """(seeds, {(seed, item, method, metric): value}) of the records of `claim`'s notebook (`index`: `record_index` of
+    `records`, made here if not given); with `skip_incomplete` only the seeds with every record it names."""
+    index = record_index(records) if index is None else index
+    seeds, v = index.get(claim['notebook'] if 'notebook' in records else None, ([], {}))
+    if skip_incomplete: seeds = [s for s in seeds if all((s, *ref) in v for ref in claim_refs(claim))]
     return seeds, v
 
 def _record_value(claim, v, seed, ref) -> float:
-    if (seed, *ref) not in v.index:
+    if (seed, *ref) not in v:
         raise KeyError(f"claim {claim['key']!r}: seed {seed} has no record {tuple(ref)!r} of "
                        f"{claim['notebook'] or 'its notebook'}")
-    return float(v.loc[(seed, *ref)])
+    return v[(seed, *ref)]
 
-def claim_margins(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> dict:
+def claim_margins(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False, index: dict|None = None) -> dict:
     """{seed: margin} of `claim` on `records` (every seed that has records of its notebook); a missing number is an
     error, or with `skip_incomplete` leaves its seed out (a run made before the claim was declared: `status` marks it
     stale)."""
-    seeds, v = _claim_values(claim, records, skip_incomplete)
+    seeds, v = _claim_values(claim, records, skip_incomplete, index)
     return {int(seed): min(t['const'] + sum(c*_record_value(claim, v, seed, (i, m, k)) for i, m, k, c in t['refs'])
                            for t in claim['margin']) for seed in seeds}
 
-def claim_band(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False) -> float:
+def claim_band(claim: dict, records: pd.DataFrame, skip_incomplete: bool = False, index: dict|None = None) -> float:
     """The smallest margin that counts for `claim`: its `min_effect`, or with `rel_effect` that fraction of the mean
     over the seeds of $|v|$, $v$ the first record its margin names."""
     if claim.get('rel_effect') is None: return claim['min_effect']
-    seeds, v = _claim_values(claim, records, skip_incomplete)
+    seeds, v = _claim_values(claim, records, skip_incomplete, index)
     first = claim_refs(claim)[0]
     return (claim['rel_effect']*float(np.mean([abs(_record_value(claim, v, s, first)) for s in seeds])) if seeds
             else np.nan)
@@ -606,13 +642,13 @@ def claims_table(claims: list[dict], records: pd.DataFrame, declared: pd.DataFra
                     + [f"  {nb} {k!r}: a row of docs/differing_verdicts.csv naming no declared claim: delete it"
                        for nb, k in sorted(set(differs) - have)])
         if problems: raise ValueError("claims and docs/claims.csv disagree:\n" + '\n'.join(problems))
-    rows = []
+    rows, index = [], record_index(records)
     for c in claims:
         k = (c['notebook'], c['key'])
-        seeds_all, v = _claim_values(c, records)
-        mg = claim_margins(c, records, skip_incomplete=True)
-        lacks = sorted({ref for s in seeds_all if s not in mg for ref in claim_refs(c) if (s, *ref) not in v.index})
-        band = claim_band(c, records, skip_incomplete=True)
+        seeds_all, v = _claim_values(c, records, index=index)
+        mg = claim_margins(c, records, skip_incomplete=True, index=index)
+        lacks = sorted({ref for s in seeds_all if s not in mg for ref in claim_refs(c) if (s, *ref) not in v})
+        band = claim_band(c, records, skip_incomplete=True, index=index)
         verdict, mean, sd = claim_verdict(mg, band)
         w, x = rows_of.get(k), differs.get(k)
         expect = w.expect if w is not None else 'holds'
@@ -653,111 +689,3 @@ def claims_problems(table: pd.DataFrame, missing_ok=()) -> list[str]:
             + [f"{r.notebook} {r.key!r}: no seed has its records ({r.lacks}): the notebook must record them (a typo in "
                "a reference reads the same)" for r in table[table.verdict == 'missing'].itertuples()
                if r.notebook not in set(missing_ok)])
-
-# %% ../nbs/12_report.ipynb #6890beef
-SAVE_EVERY_S = 2.   # seconds between two writes of a run's records while its notebook adds numbers
-
-_UNSAVED_BOOKS = set()   # held until saved: a book dropped with numbers not on disk would lose them
-
-def save_open_books(*_):
-    """Write every record book with numbers not yet on disk: after each notebook cell (an IPython `post_run_cell` hook)
-    and when the process exits. A book whose results folder is gone (a test's temporary folder) is dropped unwritten."""
-    for b in list(_UNSAVED_BOOKS):
-        if b.dir.exists(): b.save()
-        else: _UNSAVED_BOOKS.discard(b)
-
-def _save_books_after_cells():
-    try: from IPython import get_ipython
-    except ImportError: return
-    ip = get_ipython()
-    if ip is not None and save_open_books not in ip.events.callbacks['post_run_cell']:
-        ip.events.register('post_run_cell', save_open_books)
-
-atexit.register(save_open_books)
-
-class RecordBook:
-    "Result records, figures and provenance of one experiment notebook run (one seed, one scale)."
-    def __init__(self, paper: str, notebook: str, params, dataset: str|None = None):
-        self.paper, self.notebook, self.params, self._records = paper, notebook, params, {}
-        self._saved_at = -np.inf
-        _save_books_after_cells()
-        self.dataset = dataset   # the evaluation data records name by default (e.g. 'Glyphs stand-in for ImageNet-1k')
-        self.where = (f'{dataset}, {params.scale} scale, seed {params.seed}' if dataset
-                      else f'{params.scale} scale, seed {params.seed}')
-        self.dir = Path(params.results_dir)
-        self.path = self.dir/'records'/f'{notebook}.seed{params.seed}.csv'
-        self.provenance_path = self.dir/'runs'/f'{notebook}.seed{params.seed}.json'
-        src = find_notebook(notebook)
-        self.deps = run_dependencies(src) if src is not None else dict(code_hash=None, library={})
-        self.started, self.inputs, self.figures = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), {}, {}
-
-    def provenance(self) -> dict:
-        "What produced this run (see above)."
-        ctx = current_context()
-        return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale,
-                    code_hash=self.deps['code_hash'], library=self.deps['library'],
-                    versions=dict(sorted(ctx.used.items())), inputs=dict(sorted(self.inputs.items())), paper=self.paper,
-                    figures=dict(sorted(self.figures.items())), artifacts=dict(sorted(ctx.cache.used.items())),
-                    made=dict(sorted(ctx.cache.made.items())),
-                    params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root', 'ract_lrs')},
-                    started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-                    **machine_info(ctx))
-
-    @property
-    def records(self) -> list[dict]: return list(self._records.values())
-
-    def save(self):
-        """Write the records and the provenance now (`add` writes at most every `SAVE_EVERY_S`, and every cell's end
-        does)."""
-        write_records(self.records, self.path)
-        atomic_write_text(self.provenance_path, json.dumps(self.provenance(), indent=1) + '\n')
-        # after the writes: one that failed is tried again
-        _UNSAVED_BOOKS.discard(self); self._saved_at = time.monotonic()
-
-    def add(self, item: str, method: str, metric: str, value: float, dataset: str|None = None, paper: str|None = None):
-        """Record one number (replacing an earlier record of the same item/dataset/method/metric) and save; the paper's
-        own number, where `docs/paper_values.csv` has it, goes beside it. `dataset` defaults to the book's."""
-        paper, dataset = paper or self.paper, dataset or self.dataset
-        if dataset is None: raise ValueError("name the dataset: RecordBook(..., dataset=...) or add(..., dataset=...)")
-        r = make_record(paper, item, dataset, self.params.scale, method, self.params.seed, metric,
-                        value, paper_value(paper, item, method, metric))
-        self._records.pop(k := (r['paper'], r['item'], r['dataset'], r['method'], r['metric']), None)
-        self._records[k] = r                   # a replaced record moves to the end, as a new one goes
-        _UNSAVED_BOOKS.add(self)
-        # rewriting the file at every add is quadratic
-        if time.monotonic() - self._saved_at >= SAVE_EVERY_S: self.save()
-        return r
-
-    @staticmethod
-    def _paper_of_records(f: Path) -> str|None:
-        try: return paper_of_notebook(f.name.split('.seed')[0] + '.ipynb')
-        except ValueError: return None
-
-    def read_others(self, paper: str|None = None) -> pd.DataFrame:
-        """The records of every other notebook of this scale (all seeds, with a `notebook` column), or of `paper`'s
-        notebooks only, noting each file read as an input of this run (so two papers' claims notebooks never depend
-        on each other, and can run at once)."""
-        files = sorted(f for f in (self.dir/'records').glob('*.csv') if not f.name.startswith(f'{self.notebook}.')
-                       and (paper is None or self._paper_of_records(f) == paper))
-        self.inputs |= {f.name: file_digest(f) for f in files}
-        if not files: return pd.DataFrame(columns=list(RECORD_COLUMNS) + ['notebook'])
-        return pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in files], ignore_index=True)
-
-    def save_figure(self, fig, item: str) -> Path:
-        "Save `fig` as `figures/<notebook>_<item>.seed<k>.png` (atomically) and name it in the run's provenance."
-        name = f"{self.notebook}_{re.sub(r'[^a-z0-9]+', '_', item.lower()).strip('_')}.seed{self.params.seed}.png"
-        p = self.dir/'figures'/name
-        with atomic_path(p) as tmp: fig.savefig(tmp, format='png', dpi=110, bbox_inches='tight')
-        self.figures[item] = name; self.save()
-        return p
-
-    def summary(self) -> pd.DataFrame:
-        "Aggregate over every seed of this scale recorded so far (this run included)."
-        save_open_books()    # this run's numbers, and any other book's in this process
-        return aggregate_records(read_records(self.dir/'records'))
-
-    def table(self, item: str, metrics: list[str]|None = None, methods: list[str]|None = None, paper: str|None = None):
-        "The paper item as a table (ours over seeds beside the paper's), with its caption printed above."
-        s = self.summary(); paper = paper or self.paper
-        print(table_caption(s, paper, item))
-        return paper_table(s, paper, item, metrics, methods)

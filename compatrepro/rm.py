@@ -8,7 +8,7 @@ import re
 from typing import Callable, NamedTuple
 
 import numpy as np, pandas as pd, torch
-from .core import ExperimentParams
+from .runtime import ExperimentParams
 from .data import get_split
 from .specs import simclr_spec, transformation_spec
 from .train import apply_transformation

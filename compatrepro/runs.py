@@ -9,19 +9,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pandas as pd
 
 import compatrepro
-from .glyphs import standin_config
-from .core import (SCALES, STANDIN_SCALES, ArtifactCache, atomic_path, atomic_write_text, check_scale,
-                              is_claims_notebook, is_experiment_notebook, logger, paper_of_notebook,
-                              registered_versions)
-from .pipeline import backbone_versions          # importing it registers every method's and recipe's version
+from .standin import standin_config
+from .core import (SCALES, STANDIN_SCALES, atomic_path, atomic_write_text, check_scale, is_claims_notebook,
+                              is_experiment_notebook, logger, paper_of_notebook, default_cache_dir)
 from .report import (claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts,
                                 DIFFERING_VERDICTS_COLUMNS, repo_root, file_digest, load_claims, notebook_code_hash,
-                                run_library_changes, write_summary)
+                                package_versions, run_library_changes, write_summary)
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS',
@@ -62,6 +59,7 @@ WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json'
 
 def strip_widgets(path: str|Path) -> None:
     "Drop the ipywidgets state of an executed notebook (in place); a widget output keeps its text form."
+    import nbformat   # jsonschema's import alone costs seconds: only where a notebook is rewritten
     nb = nbformat.read(str(path), as_version=4)
     nb.metadata.pop('widgets', None)
     for c in nb.cells:
@@ -250,7 +248,7 @@ def run_state(results_dir: str|Path, notebook: str, seed: int, nbs_dir: str|Path
     elif (changed := run_library_changes(prov, src)):
         why.append('library code it reaches changed: ' + ', '.join(changed[:6])
                    + (f' and {len(changed) - 6} more' if len(changed) > 6 else ''))
-    reg = registered_versions()
+    reg = package_versions()
     for k, v in prov.get('versions', {}).items():
         if k not in reg: why.append(f'{k} no longer exists')
         elif reg[k] != v: why.append(f'{k} changed (version {v} -> {reg[k]})')
@@ -789,8 +787,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     `lower_bound`, and its `basis`. The estimate is for the machine and threads the recorded runs had; `plan_wall`
     turns it into wall time."""
     res_dir = Path(res_dir)
-    cache = None if empty_cache else Path(cache_root) if cache_root else ArtifactCache().root
-    reg, charged, rows, listed = registered_versions(), set(), [], pending_runs(res_dir)
+    cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
+    reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
     for stem, seed in runs:
         every = _last_runs(res_dir, stem)
         today = {s: q for s, q in every.items() if (stem, s) not in listed}
@@ -889,7 +887,7 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
     print(head + ', on a machine like the one that recorded them'
           + (f' (estimated from the runs recorded under {known})' if known != res_dir else '') + ':'
           + f'\n  from an empty cache: {_plan_totals(empty, n_jobs)}'
-          + f'\n  with the cache here: {_plan_totals(here, n_jobs)} ({ArtifactCache().root})')
+          + f'\n  with the cache here: {_plan_totals(here, n_jobs)} ({default_cache_dir()})')
     unknown, low = sorted(set(here.notebook[here.minutes.isna()])), int(here.lower_bound.sum())
     if unknown: print(f"No estimate for {', '.join(unknown)}: never ran.")
     if low: print(f'{low} run(s) recorded before runs listed their models count only their own time.')

@@ -14,7 +14,9 @@ import torch.nn.functional as F
 from torch import nn
 from torchvision import transforms as TV
 
-from .core import atomic_path, get_device, logger, progress, seed_everything, spec_key
+from .core import atomic_path, logger, progress, spec_key
+
+from .runtime import get_device, seed_everything
 from .manifests import IMAGENET_MEAN, IMAGENET_STD
 from . import losses as L
 from .models import EmbeddingModel, ClassifierHead, to_device, autocast, make_transformation, transformation_artifact

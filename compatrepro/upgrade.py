@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .core import stage, atomic_path, get_device
+from .core import stage, atomic_path
+
+from .runtime import get_device
 from .upgrade_inputs import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS
 from .retrieval import as_features
 from .metrics import retrieval_metrics, retrieval_hits, nfr, is_compatible, update_gain, m_tilde

@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 import torch
 
-from compatrepro.core import RunContext, spec_key, using_context
+from compatrepro.runtime import RunContext, using_context
+
+from compatrepro.core import spec_key
 from compatrepro.data import describe_split, get_split, list_splits, split_versions
 from compatrepro.models import load_model, load_transformation
 from compatrepro import pipeline as P

@@ -6,7 +6,7 @@ from pathlib import Path
 SCRIPT = textwrap.dedent('''
     import json, os, sys, time
     from pathlib import Path
-    from compatrepro.core import ArtifactCache
+    from compatrepro.runtime import ArtifactCache
     root, marker, go, sleep = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4])
     Path(f'{go}.ready.{os.getpid()}').touch()          # imported: ready to start
     while not go.exists(): time.sleep(0.01)            # every process calls get_or_make at the same moment

@@ -1,8 +1,9 @@
 """`compatrepro --help` and `compatrepro <command> --help` answer at once: building the parsers imports none of the
-library modules that import torch (`core`, `runs`, `rehearsal`, `retrieval`, `upgrade`), nor numpy or pandas; each
-subcommand imports what it needs when it runs (`98_cli`). The arrays of `upgrade` come from `upgrade_inputs`, which
-imports nothing; the few other values the parsers need are written out in `compatrepro.cli` and must equal the
-library's own.
+package's modules but `cli` and `upgrade_inputs`, nor numpy or pandas; each subcommand imports what it needs when it
+runs (`98_cli`). The arrays of `upgrade` come from `upgrade_inputs`, which imports nothing; the few other values the
+parsers need are written out in `compatrepro.cli` and must equal the library's own. `status` and `reproduce --plan`
+read the committed results without importing torch: the reproduction layer they use (`core`, `standin`, `report`,
+`runs`) imports none, and reads the registered versions from the artifact cache (`12_report`'s `package_versions`).
 
 How it fails: were `compatrepro/cli.py` to import `compatrepro.runs` at its top again, the first test reports
 `compatrepro --help imported torch, ...` with the heavy modules it loaded; were a scale added to `core.SCALES` only,
@@ -44,6 +45,29 @@ def test_help_imports_no_torch():
                    - {'compatrepro.cli', 'compatrepro.upgrade_inputs'})   # torch, numpy, pandas, heavy modules
     assert 'torch' not in got['loaded'], f'compatrepro --help imported torch, and with it: {heavy}'
     assert not heavy, f'compatrepro --help imported {heavy}: import them in the function that runs the subcommand'
+
+
+READ = '''
+import contextlib, io, json, sys
+import compatrepro.cli as c
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try: c.main(sys.argv[1:])
+    except SystemExit as e: code = e.code
+print(json.dumps(dict(text=out.getvalue(), torch='torch' in sys.modules,
+                      loaded=sorted(m for m in sys.modules if m.startswith('compatrepro.')))))
+'''
+
+
+@pytest.mark.parametrize('args', [['status'], ['reproduce', '--plan']])
+def test_reading_the_results_imports_no_torch(args):
+    "`status` and `reproduce --plan`, in a fresh interpreter: each prints its answer and never imports torch."
+    r = subprocess.run([sys.executable, '-c', READ, *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert 'findings' in got['text'] or 'run(s)' in got['text'], got['text'][-2000:]
+    assert not got['torch'], (f"compatrepro {' '.join(args)} imported torch; the package modules it loaded: "
+                              f"{got['loaded']}: a module of the reproduction layer imports a library module")
 
 
 @pytest.mark.parametrize('mine, module, theirs', [

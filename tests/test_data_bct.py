@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compatrepro.core import ArtifactCache
-from compatrepro.glyphs import GlyphConfig, family_images, family_sizes, standin_config
+from compatrepro.runtime import ArtifactCache
+from compatrepro.standin import GlyphConfig, family_images, family_sizes, standin_config
 from compatrepro.data import _ijbc_standin, false_alarms_allowed, get_split, ijbc_protocol_counts, split_versions
 from compatrepro.metrics import tar_at_far, tpir_at_fpir, verification_scores
 

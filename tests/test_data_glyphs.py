@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from compatrepro.core import ArtifactCache
-from compatrepro.glyphs import STANDIN_FAMILIES, GlyphConfig, family_sizes, glyph_classes
+from compatrepro.runtime import ArtifactCache
+from compatrepro.standin import STANDIN_FAMILIES, GlyphConfig, family_sizes
+from compatrepro.glyphs import glyph_classes
 from compatrepro.data import SPLITS, get_split, list_splits, describe_split
 
 CFG = GlyphConfig(n_classes=40, n_unseen=30, ijbc_subjects=8, ijbc_images=11, n_train=6, n_eval=4)
@@ -55,7 +56,7 @@ def test_seed_determinism_and_disjoint_pools(cache):
 
 def test_same_images_in_another_process(cache, tmp_path):
     "Same config and seed, same images, in a fresh process with another hash seed (no set or dict order leaks in)."
-    code = ("import hashlib; from compatrepro.core import ArtifactCache; from compatrepro.glyphs import GlyphConfig; "
+    code = ("import hashlib; from compatrepro.runtime import ArtifactCache; from compatrepro.standin import GlyphConfig; "
             "from compatrepro.data import get_split; "
             f"cfg = GlyphConfig(n_classes=40, n_unseen=30, ijbc_subjects=8, ijbc_images=11, n_train=6, n_eval=4); "
             f"ds = get_split('rparis6k', 'gallery', config=cfg, cache=ArtifactCache({str(tmp_path)!r}), seed=3); "

@@ -284,7 +284,7 @@ def test_fct_loss_is_d_times_mlfcts_mse():
     c = case(FCT, 'loss_first_batch')
     o, n, s = (torch.tensor(FI[k][:16]) for k in ('phi_old', 'phi_new', 'side'))
     import compatrepro.models as M
-    from compatrepro.core import seed_everything
+    from compatrepro.runtime import seed_everything
 
     seed_everything(fct_spec().seed)
     net = M.make_transformation('fct', old_dim=4, new_dim=4, side_dim=4, inner_dim=8).train()

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np, pandas as pd, pytest, torch, torchvision
 
 from compatrepro import train as T
-from compatrepro.core import ExperimentParams
+from compatrepro.runtime import ExperimentParams
 from compatrepro.data import get_split
 from compatrepro.ract import RACT_FRACTIONS, RACT_READINGS, RACT_TESTS, ract_curve, ract_eval, ract_old_point, ract_readings, ract_specs
 from compatrepro.metrics import retrieval_hits, retrieval_metrics

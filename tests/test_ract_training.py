@@ -5,7 +5,9 @@ from dataclasses import replace
 import numpy as np, pytest, torch
 import torch.nn.functional as F
 
-from compatrepro.core import RunContext, spec_key, using_context
+from compatrepro.runtime import RunContext, using_context
+
+from compatrepro.core import spec_key
 from compatrepro.data import get_split
 from compatrepro import losses as L
 from compatrepro import pipeline as P

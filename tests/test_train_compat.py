@@ -1,7 +1,7 @@
 "Compatible backbone training and transformation training end to end on a tiny synthetic stand-in (every method runs, learns, caches)."
 import numpy as np, pytest, torch
 
-from compatrepro.core import RunContext, using_context
+from compatrepro.runtime import RunContext, using_context
 from compatrepro.models import load_model, load_transformation
 from compatrepro import pipeline as P
 from compatrepro import specs as SP, train as T

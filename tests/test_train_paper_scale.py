@@ -3,7 +3,7 @@ from dataclasses import replace
 import numpy as np, pytest, torch
 from PIL import Image
 
-from compatrepro.core import RunContext, using_context
+from compatrepro.runtime import RunContext, using_context
 from compatrepro.models import load_model
 from compatrepro.pipeline import cached_backbone, cached_transformation, get_features
 from compatrepro import specs as SP, train as T
@@ -116,7 +116,7 @@ def faces(tmp_path):
 
 def test_paper_scale_bct_path(faces):
     "Notebook 30's path at paper scale: BCT's CosFace old model on half of IMDB-Face, a BCT new model, IJB-C's 1:1 and 1:N tests."
-    from compatrepro.core import ExperimentParams
+    from compatrepro.runtime import ExperimentParams
     from compatrepro.experiments import update_specs
     from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
@@ -134,7 +134,7 @@ def test_paper_scale_bct_path(faces):
 def test_paper_scale_bct_robustness_and_chain_paths(faces):
     """Notebooks 31 and 32 at paper scale: a NormSoftmax old model, a 256-d ReLU new model whose first 128 dimensions
     meet the old classifier, and a chain phi_1 (25 %) -> phi_2 (50 %, BCT) -> phi_3 (100 %, BCT towards phi_2)."""
-    from compatrepro.core import ExperimentParams
+    from compatrepro.runtime import ExperimentParams
     from compatrepro.experiments import update_specs, BASELINES
     from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
@@ -173,7 +173,7 @@ def market(tmp_path):
 
 def test_paper_scale_bct_market_path(market):
     "Notebook 33 at paper scale: an old model on half of Market-1501's training identities, a BCT new model, person search."
-    from compatrepro.core import ExperimentParams
+    from compatrepro.runtime import ExperimentParams
     from compatrepro.data import get_split
     from compatrepro.experiments import update_specs
     from compatrepro.metrics import market_relevance, retrieval_metrics

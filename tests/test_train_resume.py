@@ -2,7 +2,7 @@
 The trainer is pure (it always trains); the artifact cache and its checkpoint files belong to the pipeline."""
 import pytest, torch
 
-from compatrepro.core import RunContext, using_context
+from compatrepro.runtime import RunContext, using_context
 from compatrepro import pipeline as P
 from compatrepro import loaders as LD, specs as SP, train as T
 from _doubles import TinyDataset
