@@ -21,7 +21,7 @@ import torch
 os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compatrepro import losses as L                                       # noqa: E402
-from compatrepro.runtime import ExperimentParams
+from compatrepro.runtime import ExperimentParams                           # noqa: E402
 from compatrepro.models import make_transformation                        # noqa: E402
 from compatrepro.rm import rm_data, rm_specs, rm_transformation_spec      # noqa: E402
 

@@ -12,11 +12,10 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCALES', 'STANDIN_SCALES', 'EXPERIMENT_RE', 'PAPER_DECADES', 'logger', 'PROGRESS_LINE_EVERY', 'KEY_NEW_FIELD',
-           'RECORD_COLUMNS', 'check_scale', 'parse_lrs', 'default_out_dir', 'is_experiment_notebook',
-           'is_claims_notebook', 'paper_of_notebook', 'atomic_path', 'atomic_write_text', 'progress_line',
-           'tell_progress', 'current_stages', 'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir',
-           'register_version', 'registered_versions', 'content_version', 'make_record', 'write_records', 'read_records']
+__all__ = ['SCALES', 'STANDIN_SCALES', 'logger', 'PROGRESS_LINE_EVERY', 'KEY_NEW_FIELD', 'check_scale', 'parse_lrs',
+           'default_out_dir', 'atomic_path', 'atomic_write_text', 'progress_line', 'tell_progress', 'current_stages',
+           'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir', 'register_version',
+           'registered_versions', 'content_version']
 
 # %% ../nbs/00_core.ipynb #06d44e96
 SCALES = ('smoke', 'tiny', 'paper')
@@ -47,26 +46,6 @@ def default_out_dir() -> Path:
         ini = d/'settings.ini'
         if ini.exists() and 'lib_name = compatrepro' in ini.read_text(): return d/'results'
     return Path('results').resolve()
-
-# %% ../nbs/00_core.ipynb #e71bb341
-EXPERIMENT_RE = re.compile(r'^([2-8])[0-9]_\w+\.ipynb$')      # experiment notebooks: 20-89
-PAPER_DECADES = {2: 'FastFill', 3: 'BCT', 4: 'RACT', 5: 'RM'}  # the paper whose sections a decade reproduces
-
-def is_experiment_notebook(name: str|Path) -> bool:
-    "Whether the notebook file `name` is an experiment notebook (by its number)."
-    return bool(EXPERIMENT_RE.match(Path(name).name))
-
-def is_claims_notebook(name: str|Path) -> bool:
-    "Whether `name` is a paper's claims notebook (the last of its decade, x9)."
-    return is_experiment_notebook(name) and Path(name).name[1] == '9'
-
-def paper_of_notebook(name: str|Path) -> str:
-    "The paper of an experiment notebook, from its decade (`PAPER_DECADES`)."
-    m = EXPERIMENT_RE.match(Path(name).name)
-    if not m or int(m.group(1)) not in PAPER_DECADES:
-        raise ValueError(f"{Path(name).name} is not in a paper's decade: experiment notebooks are numbered "
-                         + ', '.join(f'{d}0-{d}9 ({p})' for d, p in PAPER_DECADES.items()))
-    return PAPER_DECADES[int(m.group(1))]
 
 # %% ../nbs/00_core.ipynb #52c76cc8
 @contextmanager
@@ -258,31 +237,3 @@ def registered_versions() -> dict:
 def content_version(*objs) -> str:
     "A version that changes whenever the values `objs` change (8 hex digits of their content address)."
     return spec_key('version', {'objs': list(objs)})[:8]
-
-# %% ../nbs/00_core.ipynb #8e9f1af9
-RECORD_COLUMNS = ('paper', 'item', 'dataset', 'scale', 'method', 'seed', 'metric', 'value', 'paper_value')
-
-def make_record(paper, item, dataset, scale, method, seed, metric, value, paper_value=None) -> dict:
-    "One tidy result record; `value` must be a finite number."
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{paper} {item} {method} {metric}: value is {value}, not a finite number")
-    check_scale(scale)
-    return dict(paper=paper, item=item, dataset=dataset, scale=scale, method=method, seed=int(seed),
-                metric=metric, value=value, paper_value=None if paper_value is None else float(paper_value))
-
-def write_records(records: list[dict], path: str|Path) -> Path:
-    "Write `records` to the CSV file `path` atomically; return the path."
-    import pandas as pd
-    df = pd.DataFrame(list(records), columns=list(RECORD_COLUMNS))
-    missing = df[list(RECORD_COLUMNS[:-1])].isna().any(axis=1)
-    if missing.any(): raise ValueError(f"{int(missing.sum())} record(s) have empty fields:\n{df[missing].head()}")
-    with atomic_path(path) as tmp: df.to_csv(tmp, index=False)
-    return Path(path)
-
-def read_records(root: str|Path) -> 'pd.DataFrame':
-    "All records in the CSV files under `root` (recursively), as one DataFrame."
-    import pandas as pd
-    files = sorted(Path(root).rglob('*.csv'))
-    if not files: return pd.DataFrame(columns=list(RECORD_COLUMNS))
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)

@@ -13,15 +13,18 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 import numpy as np, pandas as pd, torch
 from .runtime import ExperimentParams, RunContext, set_context
-from .core import paper_of_notebook, stage
+from .report import paper_of_notebook
+from .core import stage
 from .data import get_split
 from .specs import CompatSpec, backbone_spec, ract_compat, transformation_spec
 from .train import apply_transformation
 from .pipeline import get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics, roxford_relevance
 from .backfill import backfill_curve, step_curve, plot_backfill_curves
-from .report import (DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff,
-                                find_notebook, least, linear, repo_root)
+from .claims import (DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff, least,
+                                linear)
+from .provenance import find_notebook
+from .report import repo_root
 from .book import RecordBook
 
 # %% auto #0

@@ -14,7 +14,7 @@ from .specs import TransformationSpec
 from .pipeline import get_backbone
 from .backfill import entropy_order, random_order
 from .metrics import m_tilde
-from .report import diff, least
+from .claims import diff, least
 from . import losses as L
 from .experiments import UpdateSetup, curve_tilde, eval_features, record_curves, transform_old, update_curves
 

@@ -18,7 +18,7 @@ from .retrieval import block_rows, ranking_distance
 from .metrics import _setup, block_counts, per_query_values, retrieval_metrics
 from .backfill import backfill_curve, random_order
 from .experiments import eval_features, query_relevance
-from .report import least, linear
+from .claims import least, linear
 
 # %% auto #0
 __all__ = ['RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_FRACTIONS', 'RACT_TABLE_FRACTIONS', 'RACT_METHODS',

@@ -13,7 +13,9 @@ from PIL import Image
 
 from .runtime import ExperimentParams
 
-from .core import atomic_write_text, default_out_dir, is_claims_notebook, seeded_rng
+from .core import atomic_write_text, default_out_dir, seeded_rng
+
+from .report import is_claims_notebook
 from .standin import GlyphConfig
 from .glyphs import glyph_classes, render_glyphs
 from .manifests import FAMILY_DIRS

@@ -15,7 +15,7 @@ from .train import apply_transformation
 from .pipeline import get_backbone, get_transformation
 from .metrics import market_relevance, update_gain
 from .backfill import old_classifier_order, centroid_order, random_order
-from .report import ClaimSet, above, below, diff, least, linear, near
+from .claims import ClaimSet, above, below, diff, least, linear, near
 from .experiments import (UpdateSetup, best_of, curve_auc, eval_features, query_relevance, report_update,
                                      transform_old, update_curves, update_specs, upgrade_check)
 

@@ -63,7 +63,7 @@ BUILD_VERSION = '4'         # bump to invalidate the execution cache by hand
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 os.environ.setdefault('COMPATREPRO_PROGRESS', '0')      # no progress-bar widgets in pages
 os.environ.setdefault('MPLBACKEND', 'Agg')
-from compatrepro.core import is_experiment_notebook, paper_of_notebook   # noqa: E402
+from compatrepro.report import is_experiment_notebook, paper_of_notebook   # noqa: E402
 from compatrepro import runs as R                                          # noqa: E402
 
 SCALE_ORDER = ('paper', 'tiny')     # an experiment's page shows the first scale that ran; smoke runs are never shown

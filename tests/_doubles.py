@@ -44,7 +44,7 @@ def make_runs_current(res_dir, nbs_dir, pkg_dir) -> int:
     from pathlib import Path
     from compatrepro.core import registered_versions
     from compatrepro.pipeline import backbone_versions   # noqa: F401  (registers every method's version)
-    from compatrepro.report import file_digest, run_dependencies
+    from compatrepro.provenance import file_digest, run_dependencies
     res_dir, nbs_dir, reg, n = Path(res_dir), Path(nbs_dir), registered_versions(), 0
     for f in sorted((res_dir/'runs').glob('*.json')):
         p = json.loads(f.read_text())

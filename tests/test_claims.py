@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compatrepro.core import PAPER_DECADES, paper_of_notebook
+from compatrepro.report import PAPER_DECADES, paper_of_notebook
 from compatrepro.runs import pending_notebooks
-from compatrepro.report import (CLAIMS_COLUMNS, DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_problems, claims_table,
-                                declared_claims, diff, load_claims)
+from compatrepro.claims import (CLAIMS_COLUMNS, DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_problems,
+                                claims_table, declared_claims, diff, load_claims)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT/'results'/'tiny'

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from compatrepro.core import is_claims_notebook, paper_of_notebook
-from compatrepro.report import library_definitions, notebook_code, standin_unreached, traced_definitions
+from compatrepro.report import is_claims_notebook, paper_of_notebook
+from compatrepro.provenance import library_definitions, notebook_code, standin_unreached, traced_definitions
 from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, pending_runs, reproduce,
                               run_state)
 
@@ -68,7 +68,7 @@ def smoke(tmp_path_factory):
     out, trace, cache, ipython = (tmp_path_factory.mktemp(d) for d in ('results', 'trace', 'cache', 'ipython'))
     startup = ipython/'profile_default'/'startup'
     startup.mkdir(parents=True)
-    (startup/'00-trace.py').write_text('from compatrepro.report import trace_definitions\n'
+    (startup/'00-trace.py').write_text('from compatrepro.provenance import trace_definitions\n'
                                        f'trace_definitions({str(trace)!r})\n')
     env = dict(IPYTHONDIR=str(ipython), COMPATREPRO_CACHE=str(cache))   # the kernels inherit them
     before = {k: os.environ.get(k) for k in env}
