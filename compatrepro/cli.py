@@ -154,7 +154,8 @@ def _paper_named(name: str, nbs: str|Path|None) -> str:
 def _print_status(a: argparse.Namespace) -> None:
     """`compatrepro status` (without --markdown): the summary, or with --claims every claim, or with --paper one
     paper's claims; then, at tiny scale and for every paper, the premise of the stand-in and the hours a seed costs."""
-    from compatrepro.runs import item_claims, pending_runs, premise_text, run_hours_text, status_table
+    from compatrepro.runs import item_claims, premise_text, run_hours_text, status_table
+    from compatrepro.ledger import pending_runs
     paper = _paper_named(a.paper, a.nbs) if a.paper else None    # a wrong name fails before the table is made
     res = Path(a.results)/a.scale
     t, claims = status_table(a.scale, a.results, a.nbs), item_claims(res, _claims_file(a.nbs))
@@ -173,8 +174,8 @@ def status_markdown(results: str|Path = 'results', nbs: str|Path|None = None) ->
     """Papers x result items as a markdown table: the paper's findings that hold and its checks that pass at tiny
     scale, the items by state there (see `status_table`), those not yet produced (or stale), and those reproduced at
     paper scale."""
-    from compatrepro.runs import (item_claims, pending_notebooks, pending_text, premise_text, run_hours_text,
-                                  status_table)
+    from compatrepro.runs import item_claims, pending_text, premise_text, run_hours_text, status_table
+    from compatrepro.ledger import pending_notebooks
     t = {s: status_table(s, results, nbs).set_index(['paper', 'item']) for s in ('tiny', 'paper')}
     claims = item_claims(Path(results)/'tiny', _claims_file(nbs))
     waiting = pending_notebooks(Path(results)/'tiny')
@@ -395,7 +396,8 @@ def _print_failures(a: argparse.Namespace, st: dict) -> None:
 
 def _pending(a: argparse.Namespace) -> int:
     "`compatrepro pending`: with --declare, add the runs that are not current to the re-run ledger; print the ledger."
-    from compatrepro.runs import declare_pending, find_nbs_dir, pending_path, pending_text
+    from compatrepro.runs import declare_pending, find_nbs_dir, pending_text
+    from compatrepro.ledger import pending_path
     res = Path(a.results)/a.scale
     if a.declare is not None:
         added = declare_pending(res, find_nbs_dir(a.nbs), a.declare, a.commit, a.min_seeds, a.only)
@@ -419,7 +421,8 @@ def _status(a: argparse.Namespace) -> int:
 
 def _check_status(a: argparse.Namespace) -> int:
     "`compatrepro status --check`: each problem with the results (`check_results`), in a list; 1 if there is one."
-    from compatrepro.runs import check_results, pending_path, pending_runs
+    from compatrepro.runs import check_results
+    from compatrepro.ledger import pending_path, pending_runs
     problems = check_results(a.scale, a.results, a.nbs, a.min_seeds)
     res = Path(a.results)/a.scale
     if not any('malformed' in p for p in problems) and (n := len(pending_runs(res))):

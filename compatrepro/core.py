@@ -12,10 +12,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCALES', 'STANDIN_SCALES', 'logger', 'PROGRESS_LINE_EVERY', 'KEY_NEW_FIELD', 'check_scale', 'parse_lrs',
-           'default_out_dir', 'atomic_path', 'atomic_write_text', 'progress_line', 'tell_progress', 'current_stages',
-           'stage', 'progress', 'spec_key', 'seeded_rng', 'default_cache_dir', 'register_version',
-           'registered_versions', 'content_version']
+__all__ = ['SCALES', 'STANDIN_SCALES', 'logger', 'PROGRESS_HOOKS', 'KEY_NEW_FIELD', 'check_scale', 'parse_lrs', 'default_out_dir',
+           'atomic_path', 'atomic_write_text', 'add_progress_hook', 'current_stages', 'stage', 'progress', 'spec_key',
+           'seeded_rng', 'default_cache_dir', 'register_version', 'registered_versions', 'content_version']
 
 # %% ../nbs/00_core.ipynb #06d44e96
 SCALES = ('smoke', 'tiny', 'paper')
@@ -64,7 +63,7 @@ def atomic_write_text(path: str|Path, text: str):
     "Write `text` to `path` atomically."
     with atomic_path(path) as tmp: Path(tmp).write_text(text)
 
-# %% ../nbs/00_core.ipynb #a3d51010
+# %% ../nbs/00_core.ipynb #19f325ee
 logger = logging.getLogger('compatrepro')
 if not logger.handlers:
     _h = logging.StreamHandler(sys.stderr); _h.setFormatter(logging.Formatter('[compatrepro] %(message)s'))
@@ -72,94 +71,38 @@ if not logger.handlers:
 
 _STAGES: list[dict] = []          # what runs now, outermost first
 _STATUS_LOCK = threading.Lock()
-_LAST_WRITE = [0.0]
+_LAST_TOLD = [0.0]
+PROGRESS_HOOKS: list[Callable] = []
 
-def _status_file() -> str|None: return os.environ.get('COMPATREPRO_STATUS_FILE') or None
+def add_progress_hook(hook: Callable) -> Callable:
+    """Have `hook(stages, now, started, ended)` called when a `stage` or a `progress` bar starts or ends and, at most
+    twice a second, as a bar moves: `stages` the open ones, outermost first (`desc`, `n` and `total` of a bar, `t0`,
+    `elapsed`), `started` whether a stage just began, `ended` the stage that just ended. Returns `hook`."""
+    if hook not in PROGRESS_HOOKS: PROGRESS_HOOKS.append(hook)
+    return hook
 
-def _clock(s: float) -> str:
-    s = int(max(0, s)); return f'{s//3600}:{s%3600//60:02d}:{s%60:02d}' if s >= 3600 else f'{s//60:02d}:{s%60:02d}'
-
-def progress_line(stages: list[dict], name: str = '') -> str:
-    """One line of what runs, from the stages of a status file (outermost first; `desc`, `n`, `total`, `elapsed`): their
-    descriptions, the time spent in the innermost `stage`, and the time left of the innermost bar, of all its epochs
-    where its description says 'epoch i/k'."""
-    text = ' › '.join(s['desc'] for s in stages) or 'nothing'
-    st = next((s for s in reversed(stages) if s.get('total') is None), stages[0] if stages else None)
-    parts = [f"{_clock(st['elapsed'])} elapsed"] if st else []
-    bar = next((s for s in reversed(stages) if s.get('total')), None)
-    if bar and bar['n'] > 0:
-        one = bar['elapsed']*bar['total']/bar['n']             # what one pass of the bar takes at this rate
-        left = one*(bar['total'] - bar['n'])/bar['total']
-        if m := re.search(r'epoch (\d+)/(\d+)', bar['desc']): left += one*(int(m[2]) - int(m[1]))
-        parts.append(f'~{_clock(left)} left')
-    return f"[compatrepro] {name + ': ' if name else ''}{text}" + ''.join(', ' + p for p in parts)
-
-PROGRESS_LINE_EVERY = 30.0   # seconds between a kernel's lines on the terminal, beside those at each stage's start and
-                             # end
-_TOLD = [0.0]                # when the last one was written
-
-def tell_progress(stages: list[dict], out, now: float|None = None, started: bool = False, ended: dict|None = None,
-                  name: str|Callable = '') -> bool:
-    """Write `progress_line(stages)` to the stream `out` when a stage starts (`started`), a line saying that the stage
-    `ended` is done when it ends, and else at most every `PROGRESS_LINE_EVERY` seconds. True when it wrote a line."""
-    now = time.time() if now is None else now
-    if ended is None and not started and now - _TOLD[0] < PROGRESS_LINE_EVERY: return False
-    _TOLD[0] = now
-    name = name() if callable(name) else name
-    line = (f"[compatrepro] {name + ': ' if name else ''}done: {ended['desc']} in {_clock(now - ended['t0'])}"
-            if ended is not None else progress_line(stages, name))
-    try: out.write(('\r\x1b[K' if out.isatty() else '\r') + line + '\n'); out.flush()
-    except (OSError, ValueError): return False
-    return True
-
-_TERMINAL, _NAME = {}, []
-
-def _terminal():
-    """The terminal of whoever started this Jupyter kernel (papermill's stderr) as a stream, when a notebook runs in one
-    that no runner watches (no status file) and `COMPATREPRO_PROGRESS` is not 0; else None. ipykernel feeds the kernel's
-    file descriptor 2 into the notebook too, and its `sys.stderr.fileno()` is a copy of the original."""
-    if os.environ.get('COMPATREPRO_PROGRESS', '1') == '0' or _status_file(): return None
-    if not type(sys.stderr).__module__.startswith('ipykernel'): return None   # a plain process shows its bars itself
-    try: fd = sys.stderr.fileno()
-    except (OSError, ValueError):                                           # ipykernel leaves fd 2 alone (under pytest)
-        try: fd = sys.__stderr__.fileno()
-        except (OSError, ValueError, AttributeError): return None
-    if fd not in _TERMINAL:
-        _TERMINAL[fd] = open(fd, 'w', buffering=1, encoding='utf-8', errors='replace', closefd=False)
-    return _TERMINAL[fd]
-
-def _notebook_name() -> str:
-    "The name of the notebook this kernel runs, where `this_notebook` (`13_experiments`, once imported) can tell."
-    if not _NAME:
-        exp = sys.modules.get('compatrepro.experiments')
-        if exp is None: return Path(os.environ.get('COMPATREPRO_NOTEBOOK', '')).stem
-        try: _NAME.append(Path(exp.this_notebook()).stem)
-        except Exception: _NAME.append('')
-    return _NAME[0]
-
-def _write_status(force: bool = False, started: bool = False, ended: dict|None = None):
-    path, out = _status_file(), _terminal()
-    if not (path or out): return
+def _tell(force: bool = False, started: bool = False, ended: dict|None = None):
+    if not PROGRESS_HOOKS: return
     now = time.time()
-    if not force and now - _LAST_WRITE[0] < 0.5: return
-    _LAST_WRITE[0] = now
+    if not force and now - _LAST_TOLD[0] < 0.5: return
+    _LAST_TOLD[0] = now
     with _STATUS_LOCK:
-        stages = [dict(desc=s['desc'], n=s['n'], total=s['total'], elapsed=round(now - s['t0'], 1)) for s in _STAGES]
-    if out is not None: tell_progress(stages, out, now, started, ended, _notebook_name)
-    if not path: return
-    try: atomic_write_text(path, json.dumps({'pid': os.getpid(), 'time': now, 'stages': stages}))
-    except OSError: pass          # a status line is never worth failing a run
+        stages = [dict(desc=s['desc'], n=s['n'], total=s['total'], t0=s['t0'], elapsed=round(now - s['t0'], 1))
+                  for s in _STAGES]
+    for hook in list(PROGRESS_HOOKS):
+        try: hook(stages, now, started, ended)
+        except Exception as e: logger.debug(f'progress hook {hook!r} failed: {e!r}')
 
 def _push(desc: str, total: int|None) -> dict:
     s = dict(desc=str(desc), n=0, total=total, t0=time.time())
     with _STATUS_LOCK: _STAGES.append(s)
-    _write_status(force=True, started=total is None)
+    _tell(force=True, started=total is None)
     return s
 
 def _pop(s: dict):
     with _STATUS_LOCK:
         if s in _STAGES: _STAGES.remove(s)
-    _write_status(force=True, ended=s if s['total'] is None else None)
+    _tell(force=True, ended=s if s['total'] is None else None)
 
 def current_stages() -> list[str]:
     "What runs now, outermost first (the descriptions of the open stages and bars)."
@@ -167,33 +110,33 @@ def current_stages() -> list[str]:
 
 @contextmanager
 def stage(desc: str):
-    "Announce a step of work (logged, and reported to the status file while it runs)."
+    "Announce a step of work: logged, and told to the progress hooks while it runs."
     logger.info(desc)
     s = _push(desc, None)
     try: yield s
     finally: _pop(s)
 
 class _Reported:
-    "A tqdm bar that also reports its position to the status file."
+    "A tqdm bar that also tells the progress hooks its position."
     def __init__(self, bar, desc, total): self.bar, self.desc, self.total = bar, desc, total
     def __iter__(self):
         s = _push(self.desc, self.total)
         try:
             for i, x in enumerate(self.bar):
-                s['n'] = i; _write_status()
+                s['n'] = i; _tell()
                 yield x
         finally: _pop(s)
     def __len__(self): return len(self.bar)
     def __getattr__(self, k): return getattr(self.bar, k)
 
 def progress(it: Iterable|None = None, desc: str = '', total: int|None = None, show: bool|None = None, **kw):
-    """A `tqdm.auto` bar over `it`: shown unless `show=False` or `COMPATREPRO_PROGRESS=0`, reported to the status file
-    (`COMPATREPRO_STATUS_FILE`) either way, and in a kernel to the terminal (see above)."""
+    """A `tqdm.auto` bar over `it`: shown unless `show=False` or `COMPATREPRO_PROGRESS=0`, and told to the progress
+    hooks either way."""
     from tqdm.auto import tqdm
     disable = (os.environ.get('COMPATREPRO_PROGRESS', '1') == '0') if show is None else not show
     if total is None and hasattr(it, '__len__'): total = len(it)
     bar = tqdm(it, desc=desc, total=total, disable=disable, leave=False, **kw)
-    return _Reported(bar, desc, total) if ((_status_file() or _terminal()) and it is not None) else bar
+    return _Reported(bar, desc, total) if (PROGRESS_HOOKS and it is not None) else bar
 
 # %% ../nbs/00_core.ipynb #7aebb7b4
 KEY_NEW_FIELD = {'omit_default_from_key': True}   # field metadata: see `_canon`

@@ -26,6 +26,7 @@ from .claims import (DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, 
 from .provenance import find_notebook
 from .report import repo_root
 from .book import RecordBook
+from .run_status import report_progress   # noqa: F401 (importing it installs the progress hook)
 
 # %% auto #0
 __all__ = ['BASELINES', 'UPGRADE_MARGIN', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',

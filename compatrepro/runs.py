@@ -13,25 +13,23 @@ import numpy as np
 import pandas as pd
 
 import compatrepro
+from .core import atomic_path, atomic_write_text, check_scale, default_cache_dir, logger
 from .standin import standin_config
-from .core import (SCALES, STANDIN_SCALES, atomic_path, atomic_write_text, check_scale, logger,
-                              default_cache_dir)
-from .report import is_claims_notebook, is_experiment_notebook, paper_of_notebook
-from .claims import (claim_margins, claim_refs, claims_table, declared_claims, differing_verdicts,
-                                DIFFERING_VERDICTS_COLUMNS, load_claims)
-from .report import repo_root, write_summary
+from .report import is_claims_notebook, is_experiment_notebook, paper_of_notebook, repo_root, write_summary
 from .provenance import file_digest, notebook_code_hash, package_versions, run_library_changes
+from .claims import (DIFFERING_VERDICTS_COLUMNS, claim_margins, claim_refs, claims_table, declared_claims,
+                                differing_verdicts, load_claims)
+from .ledger import (_PENDING_LOCK, _listed_runs, _seeds_text, own_seconds, pending_path, pending_runs,
+                                plan_runs, plan_wall, read_pending, write_pending)
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'PENDING_COLUMNS', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS',
-           'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks',
-           'strip_widgets', 'NotebookJob', 'execute_notebook', 'describe_status', 'run_notebooks', 'run_state',
-           'runs_of', 'pending_path', 'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks',
-           'head_commit', 'unsettled_runs', 'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending',
-           'pending_text', 'norm_item', 'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table',
-           'check_results', 'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'own_seconds',
-           'run_hours', 'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'plan_runs',
-           'plan_wall', 'runs_to_do', 'print_plan', 'reproduce']
+__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS',
+           'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
+           'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'head_commit',
+           'unsettled_runs', 'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text',
+           'norm_item', 'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table', 'check_results',
+           'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'run_hours', 'run_hours_text',
+           'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'print_plan', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -140,16 +138,10 @@ def _fmt_s(s: float) -> str:
     s = int(max(0, s)); return f'{s//3600}:{s%3600//60:02d}:{s%60:02d}' if s >= 3600 else f'{s//60:02d}:{s%60:02d}'
 
 def describe_status(status: dict|None) -> str:
-    "One line from a kernel's status file: its stages, and the innermost bar's position and remaining time."
+    """One line from a kernel's status file: what runs, two spaces, and the time left of its model and of its notebook
+    (the line the kernel's progress hook wrote, `12e_run_status`)."""
     if not status or not status.get('stages'): return 'starting' if not status else 'running'
-    st = status['stages']
-    text = ' › '.join(s['desc'] for s in st)
-    bar = next((s for s in reversed(st) if s.get('total')), None)
-    if bar and bar['n'] > 0:
-        eta = bar['elapsed']/bar['n']*(bar['total'] - bar['n'])
-        text += f"  {bar['n']}/{bar['total']}  ETA {_fmt_s(eta)}"
-    elif bar: text += f"  0/{bar['total']}"
-    return text
+    return status.get('line') or ' › '.join(s['desc'] for s in status['stages'])
 
 class _Monitor:
     "Shows what each running job does (see above)."
@@ -168,8 +160,10 @@ class _Monitor:
 
     def started(self, job, slot, status_file):
         with self.lock: self.running[job.name] = (job, slot, status_file, time.time())
+        planned = job.env.get('COMPATREPRO_PLANNED_SECONDS')
         self._print(f'[{self.done}/{self.total}] start {job.name}'
-                    + (f' ({job.threads} thread(s))' if job.threads else ''))
+                    + (f' ({job.threads} thread(s))' if job.threads else '')
+                    + (f', planned {_fmt_s(float(planned))}' if planned else ''))
 
     def finished(self, job):
         with self.lock:
@@ -269,51 +263,6 @@ def runs_of(results_dir: str|Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'file'])
 
 # %% ../nbs/14_runs.ipynb #97ff70c0
-PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
-_PENDING_LOCK = threading.Lock()     # reproduce's jobs finish on several threads
-
-def pending_path(res_dir: str|Path) -> Path:
-    "The re-run ledger of the results folder `res_dir` (one scale)."
-    return Path(res_dir)/'pending.csv'
-
-def read_pending(res_dir: str|Path) -> pd.DataFrame:
-    """The re-run ledger of `res_dir` (one scale): one row per notebook, its `seeds` a tuple of ints; empty when there
-    is no ledger. A malformed ledger raises a ValueError that names the line and says what to write instead."""
-    f = pending_path(res_dir)
-    if not f.exists(): return pd.DataFrame(columns=PENDING_COLUMNS)
-    d = pd.read_csv(f, dtype=str, keep_default_na=False)
-    if list(d.columns) != PENDING_COLUMNS:
-        raise ValueError(f"{f}: its header must be {','.join(PENDING_COLUMNS)}, not {','.join(d.columns)}")
-    bad = []
-    for line, r in zip(range(2, len(d) + 2), d.itertuples()):
-        if not re.fullmatch(r'\d+( \d+)*', r.seeds.strip()):
-            bad.append(f'line {line}: seeds {r.seeds!r} must be seed numbers separated by spaces')
-        if not r.reason.strip():
-            bad.append(f'line {line}: {r.notebook} has no reason: say in one line why its runs are stale')
-        if not re.fullmatch('[0-9a-f]{7,40}', r.commit.strip()):
-            bad.append(f'line {line}: commit {r.commit!r} is not a commit hash')
-    bad += [f'{n} has two rows: merge their seeds into one' for n in sorted(set(d.notebook[d.notebook.duplicated()]))]
-    if bad: raise ValueError(f'{f} is malformed:\n' + '\n'.join(f'  {b}' for b in bad))
-    return d.assign(seeds=d.seeds.map(lambda s: tuple(sorted({int(x) for x in s.split()}))))
-
-def write_pending(res_dir: str|Path, d: pd.DataFrame) -> None:
-    "Write the ledger `d` (as `read_pending` gives it), sorted by notebook; a row left without seeds is dropped."
-    d = d[d.seeds.map(len) > 0].sort_values('notebook')
-    with atomic_path(pending_path(res_dir)) as tmp:
-        d.assign(seeds=d.seeds.map(lambda s: ' '.join(map(str, s))))[PENDING_COLUMNS].to_csv(tmp, index=False)
-
-def _listed_runs(d: pd.DataFrame) -> set[tuple[str, int]]:
-    "The (notebook, seed) runs of the ledger `d` (as `read_pending` gives it)."
-    return {(r.notebook, s) for r in d.itertuples() for s in r.seeds}
-
-def pending_runs(res_dir: str|Path) -> dict[tuple[str, int], tuple[str, str]]:
-    "(notebook, seed) -> (reason, commit) of every run the ledger of `res_dir` lists."
-    return {(r.notebook, s): (r.reason, r.commit) for r in read_pending(res_dir).itertuples() for s in r.seeds}
-
-def pending_notebooks(res_dir: str|Path) -> set[str]:
-    "The notebooks with runs in the ledger of `res_dir`: their claims are judged once those runs are current again."
-    return {n for n, _ in pending_runs(res_dir)}
-
 def head_commit(root: str|Path) -> str:
     "The short hash of the commit at `HEAD` of the repository at `root`."
     r = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True)
@@ -627,10 +576,6 @@ def premise_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
 # %% ../nbs/14_runs.ipynb #a7c1e0p5
 ALL_PAPERS = 'all four papers'
 
-def own_seconds(prov: dict) -> float:
-    "A finished run's own seconds, from its provenance `prov`: its duration less the making of the artifacts it made."
-    return prov['duration'] - sum((prov.get('made') or {}).values())
-
 def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFrame:
     """What each seed cost, from the finished runs' provenance under `results/scale`: one row per paper (and
     `ALL_PAPERS`) and seed, with the hours of its notebooks, the hours of making the artifacts its runs used (each
@@ -750,76 +695,6 @@ def claim_sign_changes(claims: list[dict], before: pd.DataFrame, after: pd.DataF
         except KeyError: out.append(c['key']); continue
         if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0): out.append(c['key'])
     return out
-
-def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
-    "seed -> provenance of every finished run of `stem` under `res_dir` that recorded its duration."
-    out = {}
-    for f in (res_dir/'runs').glob(f'{stem}.seed*.json'):
-        p = json.loads(f.read_text())
-        if p.get('finished') and p.get('duration') is not None: out[int(p['seed'])] = p
-    return out
-
-def _seeds_text(seeds) -> str:
-    "Seeds as a reader writes them: '0-2' for 0 1 2, else '0 1' or '0 2 5'."
-    s = sorted(int(x) for x in seeds)
-    return f'{s[0]}-{s[-1]}' if len(s) > 2 and s == list(range(s[0], s[-1] + 1)) else ' '.join(map(str, s))
-
-def _making_seconds(prov: dict, seed: int, charged: set, cache: Path|None) -> float:
-    """Seconds of making the artifacts that the run `prov` used, for a run of `seed`: less those already `charged` to
-    that seed (a model is made once per seed, by the first run that needs it) and, with `cache`, those it holds; the
-    rest are charged now. A charge also names the seed of the run `prov` is: a seed never run is estimated from each
-    other seed's runs, whose models bear that seed's keys, and each of them shares its models as that seed did."""
-    making = 0.
-    for a, secs in (prov.get('artifacts') or {}).items():
-        kind, key = a.split('/', 1)
-        if (a, seed, prov.get('seed')) in charged or (cache is not None and (cache/kind/f'{key}.pt').exists()): continue
-        charged.add((a, seed, prov.get('seed'))); making += secs or 0.
-    return making
-
-def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None,
-              empty_cache: bool = False) -> pd.DataFrame:
-    """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`, preferring runs made on
-    today's code (those the re-run ledger does not list): that seed's run, else the mean over the notebook's other
-    seeds (else, where every run is listed, the same on the older runs), of the notebook's own time plus the making of
-    every model and feature set the run used and the cache at `cache_root` lacks (`empty_cache`: all of them), each
-    once per seed, charged to the first run that needs it in the order given. Another seed's run tells how long its
-    models took, not whether this seed's are cached: they are all counted. A run whose versions changed (a bumped
-    method, recipe or stand-in) makes all of its artifacts again, under new keys. A run recorded before runs listed
-    their artifacts gives only its own time: `lower_bound` says so. One row per run: `minutes`, of which `making`,
-    `lower_bound`, and its `basis`. The estimate is for the machine and threads the recorded runs had; `plan_wall`
-    turns it into wall time."""
-    res_dir = Path(res_dir)
-    cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
-    reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
-    for stem, seed in runs:
-        every = _last_runs(res_dir, stem)
-        today = {s: q for s, q in every.items() if (stem, s) not in listed}
-        last = today or every
-        if not last:
-            rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False,
-                             basis='never ran: unknown')); continue
-        p = last.get(seed)
-        ps = [p] if p else [last[s] for s in sorted(last)]
-        bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
-        own = np.mean([own_seconds(q) for q in ps])
-        making = np.mean([_making_seconds(q, seed, charged, cache if p and not bumped else None) for q in ps])
-        unlisted = any('artifacts' not in q for q in ps)
-        basis = (f'seed {seed}\'s last run' if p else f'estimated from seeds {_seeds_text(last)} (their mean)') + \
-                (' on today\'s code' if today else ', made on older code (the ledger lists every run)') + \
-                ('; it did not list its models: their making is not counted' if unlisted else
-                 '; versions changed: every model made again' if bumped else
-                 '; every model made (an empty cache)' if empty_cache else
-                 '; models the cache holds are not made again' if p else '; its models all made for this seed')
-        rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
-                         basis=basis))
-    return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])
-
-def plan_wall(minutes, n_jobs: int) -> float:
-    "Wall minutes of runs of `minutes` at `n_jobs` at a time, each started in that order on the first free slot."
-    slots = [0.] * max(1, n_jobs)
-    for m in minutes:
-        i = int(np.argmin(slots)); slots[i] += 0. if np.isnan(m) else float(m)
-    return max(slots)
 
 def _read_csv_or_none(p: Path) -> pd.DataFrame|None:
     return pd.read_csv(p) if p.exists() else None
@@ -949,10 +824,10 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     # the longest first; the sort is stable: notebook order otherwise
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
+    # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else the
+    # repository's committed ones, estimate it
+    known = _plan_source(res_dir, base, nbs_dir.parent/'results'/scale)
     if plan:
-        # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else
-        # the repository's committed ones, estimate it
-        known = _plan_source(res_dir, base, nbs_dir.parent/'results'/scale)
         runs = [(j.nb.stem, j.params['seed']) for j in todo]
         if not runs and not pending:    # all current: what the same runs would cost again (--force)
             runs = sorted(((nb.stem, s) for nb in notebooks for s in seeds),
@@ -962,6 +837,9 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, '
                 f'{min(n_jobs, max(1, len(todo)))} at a time; results in {res_dir}')
+    # each kernel counts its notebook's time left down from its plan (`12e_run_status`)
+    for j, m in zip(todo, plan_runs(known, [(j.nb.stem, j.params['seed']) for j in todo]).minutes):
+        if m == m: j.env['COMPATREPRO_PLANNED_SECONDS'] = f'{m*60:.0f}'
     if pending_path(res_dir).exists():      # a committed results folder: what stops before its end stays listed
         list_started_runs(res_dir, nbs_dir, [(j.nb.stem, j.params['seed']) for j in todo])
     def done(job):

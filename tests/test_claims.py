@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from compatrepro.report import PAPER_DECADES, paper_of_notebook
-from compatrepro.runs import pending_notebooks
+from compatrepro.ledger import pending_notebooks
 from compatrepro.claims import (CLAIMS_COLUMNS, DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_problems,
                                 claims_table, declared_claims, diff, load_claims)
 

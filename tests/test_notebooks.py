@@ -16,8 +16,8 @@ import pytest
 
 from compatrepro.report import is_claims_notebook, paper_of_notebook
 from compatrepro.provenance import library_definitions, notebook_code, standin_unreached, traced_definitions
-from compatrepro.runs import (check_results, experiment_notebooks, library_notebooks, pending_runs, reproduce,
-                              run_state)
+from compatrepro.runs import check_results, experiment_notebooks, library_notebooks, reproduce, run_state
+from compatrepro.ledger import pending_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'

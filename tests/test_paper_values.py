@@ -24,7 +24,8 @@ VALUES = pd.read_csv(ROOT/'docs'/'paper_values.csv', keep_default_na=False)
 def test_every_paper_value_is_read_by_a_notebook():
     """Every row is in a committed record, unless its item is one that runs pending a re-run produce (their notebooks
     may read rows their stale records predate: the test holds them to it once they are current)."""
-    from compatrepro.runs import norm_item, pending_notebooks
+    from compatrepro.runs import norm_item
+    from compatrepro.ledger import pending_notebooks
     tiny = ROOT/'results'/'tiny'
     recs = pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0]) for f in (tiny/'records').glob('*.csv')],
                      ignore_index=True)

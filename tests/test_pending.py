@@ -14,7 +14,8 @@ import nbformat
 import pandas as pd
 
 from compatrepro.cli import main
-from compatrepro.runs import check_results, pending_path, read_pending, reproduce, status_table
+from compatrepro.runs import check_results, reproduce, status_table
+from compatrepro.ledger import pending_path, read_pending
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _doubles import scratch_repo   # noqa: E402

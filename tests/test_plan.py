@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from compatrepro.cli import main
-from compatrepro.runs import experiment_notebooks, own_seconds, pending_runs, run_outcome, run_state
+from compatrepro.runs import experiment_notebooks, run_outcome, run_state
+from compatrepro.ledger import own_seconds, pending_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT/'results'/'tiny'
