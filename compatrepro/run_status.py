@@ -8,6 +8,7 @@ import json, os, re, sys, time
 from pathlib import Path
 
 from .core import add_progress_hook, atomic_write_text, default_out_dir
+from .report import repo_root
 from .ledger import plan_runs
 
 # %% auto #0
@@ -55,15 +56,20 @@ def _planned() -> float|None:
     try:
         from IPython import get_ipython
         ns, name = get_ipython().user_ns, _notebook_name()
-        res = Path(ns.get('out_dir') or default_out_dir())/ns.get('scale', 'tiny')
-        minutes = plan_runs(res, [(name, int(ns['seed']))]).minutes.iloc[0]
-    except Exception: return None      # not in a kernel, no parameters, no recorded run: no plan
-    return None if minutes != minutes else float(minutes)*60
+        # a results folder with no run of this notebook (a new out_dir) is planned from the repository's runs
+        for folder in dict.fromkeys([ns.get('out_dir') or default_out_dir(), repo_root()/'results']):
+            minutes = plan_runs(Path(folder)/ns.get('scale', 'tiny'), [(name, int(ns['seed']))]).minutes.iloc[0]
+            if minutes == minutes: return float(minutes)*60
+    except Exception: pass      # not in a kernel, no parameters: no plan
+    return None
 
 def notebook_left(now: float, model: float|None = None) -> float|None:
-    "Seconds left of this kernel's notebook by its plan (`planned_seconds`), never fewer than the `model`'s."
+    """Seconds left of this kernel's notebook by its plan (`planned_seconds`), never fewer than the `model`'s; below 0
+    when the notebook has run past its plan (and no model says how long it still takes)."""
     p = planned_seconds()
-    return None if p is None else max(p - (now - KERNEL_STARTED), model or 0.)
+    if p is None: return None
+    left = p - (now - KERNEL_STARTED)
+    return max(left, model) if model is not None else left
 
 def progress_parts(stages: list[dict], model: float|None = None, notebook: float|None = None) -> tuple[str, list]:
     """(what runs, [the time spent in its innermost `stage`, the time left of the bar's run, of the notebook]) of the
@@ -73,7 +79,9 @@ def progress_parts(stages: list[dict], model: float|None = None, notebook: float
     parts = [f"{_clock(st['elapsed'])} elapsed"] if st else []
     if model is not None: parts.append(f'~{_clock(model)} left')
     if notebook is not None:
-        parts.append(f'notebook ~{_clock(notebook)} left of {_clock(planned_seconds() or notebook)}')
+        plan = _clock(planned_seconds() or max(notebook, 0))
+        parts.append(f'notebook ~{_clock(notebook)} left of {plan}' if notebook > 0
+                     else f'notebook past its plan of {plan}')
     return text, parts
 
 def progress_line(stages: list[dict], model: float|None = None, notebook: float|None = None) -> str:
