@@ -3,8 +3,9 @@ seconds, and the load average it ran under (the 2-core machine is shared, and a 
 
     python benchmarks/bench_cli.py --repeat 3
 
-`--help` builds the parsers only and imports no torch (`tests/test_cli_speed.py` checks that); `status` and
-`reproduce --plan` read the committed results through `compatrepro.runs`, which imports torch today."""
+`--help` builds the parsers only; `status` and `reproduce --plan` read the committed results through the reproduction
+layer, which imports no torch (`tests/test_cli_speed.py` checks both). Run `compatrepro status` once first: the first
+call after a change of the package parses it and reads its versions again (see docs/benchmarks.md)."""
 
 import argparse, os, statistics, subprocess, sys, time
 from pathlib import Path
