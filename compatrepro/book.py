@@ -76,7 +76,7 @@ class RecordBook:
         self.started, self.inputs, self.figures = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), {}, {}
 
     def provenance(self) -> dict:
-        "What produced this run (see above)."
+        "What produced this run (`12c_book`)."
         ctx = current_context()
         return dict(notebook=self.notebook, seed=self.params.seed, scale=self.params.scale,
                     code_hash=self.deps['code_hash'], library=self.deps['library'],

@@ -50,7 +50,7 @@ _CLAIM_KEY = re.compile(r'[A-Za-z0-9][^\s,"]{0,99}')
 
 def make_claim(key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None,
                notebook: str = '') -> dict:
-    """A claim as data (see above): its `key` in `docs/claims.csv` (no spaces or commas), the `notebook` whose
+    """A claim as data (`12b_claims`): its `key` in `docs/claims.csv` (no spaces or commas), the `notebook` whose
     records it judges, its `margin`, and its band: `min_effect`, or `rel_effect` instead of it."""
     if not isinstance(key, str) or not _CLAIM_KEY.fullmatch(key):
         raise ValueError(f"claim key {key!r}: write a short key without spaces, commas or quotes, e.g. "

@@ -54,7 +54,7 @@ def _cwd(pid: int) -> Path:
     except OSError: return Path.cwd()
 
 def this_notebook(ns: dict|None = None) -> Path:
-    "The path of the notebook this kernel runs (see above); `ns` is the notebook's `globals()`."
+    "The path of the notebook this kernel runs (`13_experiments`); `ns` is the notebook's `globals()`."
     ns = ns or {}
     named = [os.environ.get('COMPATREPRO_NOTEBOOK'), ns.get('__session__'), ns.get('__vsc_ipynb_file__'),
              ns.get('PAPERMILL_INPUT_PATH')]
@@ -77,8 +77,9 @@ class Run(NamedTuple):
 def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', notebook: str|Path|None = None,
                      dataset=None) -> Run:
     """Turn an experiment notebook's parameters (its `globals()`, `ns`) into a run: parameters, run context, record
-    book, and the display name of the evaluation data `split`/`part` (see above). `notebook` overrides `this_notebook`;
-    `dataset` names the data instead of `split`: a string, or a function of the parameters (e.g. `ract_test_name`'s)."""
+    book, and the display name of the evaluation data `split`/`part` (`13_experiments`). `notebook` overrides
+    `this_notebook`; `dataset` names the data instead of `split`: a string, or a function of the parameters (e.g.
+    `ract_test_name`'s)."""
     names = [f.name for f in fields(ExperimentParams)]
     P = ExperimentParams(**{k: ns[k] for k in names if k in ns})
     set_context(RunContext.from_env(device=P.device, data_root=P.data_root))

@@ -49,7 +49,7 @@ def transformation_versions(spec: TransformationSpec) -> dict:
 
 # %% ../nbs/08_pipeline.ipynb #8a33b5e3
 def cached_backbone(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
-    "The artifact of the backbone `spec`, from the cache or trained now (see above)."
+    "The artifact of the backbone `spec`, from the cache or trained now (`08_pipeline`)."
     ctx = ctx or current_context()
     key = backbone_key(spec)
     def make():
@@ -106,7 +106,7 @@ def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: boo
     `spec.data_seed` unless given), from the cache or extracted now. `dataset` replaces `get_split` (it must be that
     split).
     The images are read at the size the model reads (`model_input`, `07_train`).
-    `view=k`: of the stand-in's augmented view $k$ of each image (see above) instead of the plain images."""
+    `view=k`: of the stand-in's augmented view $k$ of each image (`08_pipeline`) instead of the plain images."""
     ctx = ctx or current_context()
     key = features_key(spec, split, part, data_seed, view)
     def make():
@@ -128,7 +128,7 @@ def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: boo
 
 # %% ../nbs/08_pipeline.ipynb #27599435
 def cached_transformation(spec: TransformationSpec, ctx: RunContext|None = None) -> dict:
-    "The artifact of the transformation `spec`, from the cache or trained now (see above)."
+    "The artifact of the transformation `spec`, from the cache or trained now (`08_pipeline`)."
     ctx = ctx or current_context()
     key = transformation_key(spec)
     def make():

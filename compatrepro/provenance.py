@@ -196,7 +196,8 @@ def notebook_code_hash(path: str|Path) -> str:
     return notebook_code(path)[0]
 
 def run_dependencies(path: str|Path, pkg_dir: str|Path|None = None) -> dict:
-    "What a run of the notebook `path` depends on in code: {'code_hash': ..., 'library': {name: digest}} (see above)."
+    """What a run of the notebook `path` depends on in code: {'code_hash': ..., 'library': {name: digest}}
+    (`12a_provenance`)."""
     h, names = notebook_code(path)
     return dict(code_hash=h, library=code_closure(names, library_definitions(pkg_dir), stop=BOOKKEEPING))
 

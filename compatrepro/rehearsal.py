@@ -225,7 +225,7 @@ _WRITERS = dict(imagenet=_imagenet, places365=_places365, cifar100=_cifar100, ma
 def write_rehearsal_tree(root: str|Path, images_per_class: int = 2, datasets=None, seed: int = 0,
                          classes: dict|None = None, train_images_per_class: int|None = None, width: int = 64) -> Path:
     """Write under `root` a small copy of each dataset folder of `datasets` (default: all of `REHEARSAL_DATASETS`) in
-    its real layout (see above), `images_per_class` images per class and split (`train_images_per_class` in the
+    its real layout (`19_rehearsal`), `images_per_class` images per class and split (`train_images_per_class` in the
     training folders, if given), `classes` overriding `REHEARSAL_CLASSES`, the pre-trained ResNets at base `width`. A
     folder that exists is replaced. Returns `root`, a `data_root` for `get_split(..., scale='paper')`."""
     root, datasets = Path(root), REHEARSAL_DATASETS if datasets is None else tuple(datasets)
@@ -265,7 +265,7 @@ def rehearsal_splits(root: str|Path, folders=None) -> pd.DataFrame:
 # %% ../nbs/19_rehearsal.ipynb #34831cd8
 def _data_of_names() -> dict:
     """{a string or name in a notebook: (the split names or folders it reads, the names of which the notebook must use
-    one for it to count, or None)}: the papers' modules' own choices (see above)."""
+    one for it to count, or None)}: the papers' modules' own choices (`19_rehearsal`)."""
     P = ExperimentParams(scale='paper', data_root='.')
     side = rm_specs(P, next(iter(RM_DATASETS.values())), baselines=())['side'].split
     rm_reads = {'rm_data', 'rm_specs', 'rm_eval'}   # an RM upgrade's name alone (e.g. for its block count) reads
@@ -301,8 +301,9 @@ def _notebook_names(path: str|Path) -> set[str]:
     return out
 
 def notebook_datasets(path: str|Path) -> tuple[str, ...]:
-    """The dataset folders (of `REHEARSAL_DATASETS`) the experiment notebook `path` reads at paper scale (see above); a
-    claims notebook reads records alone (its names of datasets and splits name records, not data to read)."""
+    """The dataset folders (of `REHEARSAL_DATASETS`) the experiment notebook `path` reads at paper scale
+    (`19_rehearsal`); a claims notebook reads records alone (its names of datasets and splits name records, not data
+    to read)."""
     if is_claims_notebook(path): return ()
     names, via = _notebook_names(path), _data_of_names()
     splits = {n for n in names if n in SPLITS} | {s for n in names
@@ -386,8 +387,8 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
              train_images_per_class: int|None = None, image_size: int|None = None,
              width: int|None = None) -> pd.DataFrame:
     """Run every experiment notebook (or those `only`'s regular expressions select) at `scale='paper'` on a generated
-    tree (see above), `epochs` and `batch_size` cut short (`batch_size=None`: each recipe's own batch, with the learning
-    rate the recipe pairs with it, as on a GPU), `jobs` at a time with `threads` CPU threads each, each killed
+    tree (`19_rehearsal`), `epochs` and `batch_size` cut short (`batch_size=None`: each recipe's own batch, with the
+    learning rate the recipe pairs with it, as on a GPU), `jobs` at a time with `threads` CPU threads each, each killed
     after `timeout` seconds if given, every backbone reading `image_size` px and every ResNet of base `width` where
     given (CI's 64 px and 16: see the note above; None keeps the recipes'). Returns one row per notebook: ok, seconds
     (a run again with more epochs included), epochs used, records written, the dataset folders it was given, and the

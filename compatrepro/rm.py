@@ -68,7 +68,7 @@ def rm_data(name: str) -> RMData:
 
 def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), upgrade: str|None = None) -> dict:
     """{'old', 'new', *baselines, 'side'}: the backbone specs of an RM upgrade on `data`, and FCT's side-information
-    model (see above). `upgrade`: None for homogeneous (paper: `data.arch` for both; stand-in: its ResNet-10), or a
+    model (`18_rm`). `upgrade`: None for homogeneous (paper: `data.arch` for both; stand-in: its ResNet-10), or a
     heterogeneous one of `RM_UPGRADES` (the new model and the baselines on the new architecture; on the stand-in the
     old model stays its ResNet-10, so it is the homogeneous upgrade's old model)."""
     if upgrade is not None and upgrade not in RM_UPGRADES:
@@ -297,7 +297,7 @@ def rm_rises_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str)
         C.claim(f'{key}-{rm_key(method)}-rises/{x}', rm_rises(item, method, x))
 
 def rm_merge_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str = 'RM naive', end: str = 'at or above'):
-    """Claim 1 (see above) on `method`'s merge in `item`: it rises without negative flips; for the naive merge the
+    """Claim 1 (`18_rm`) on `method`'s merge in `item`: it rises without negative flips; for the naive merge the
     checks $\\mathcal{M}_0$ = old/old and $\\mathcal{M}_1$ = new/new, for RM eq. 6 and eq. 7 (`end='above'`:
     strictly)."""
     if end not in ('at or above', 'above'): raise ValueError(f"end={end!r}: use 'at or above' or 'above'")
@@ -327,7 +327,7 @@ def rm_ract_learns_check(C: ClaimSet, key: str, item: str):
 
 def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_100: bool = False,
                      side_info: str = 'helps', merge: bool = True, competitive_top1=('BCT', 'BiCT')):
-    """Claim 2 (see above) on Table 1 or A2 `item` (its name starts with 'Table 1' or 'Table A2'), with RM's merge
+    """Claim 2 (`18_rm`) on Table 1 or A2 `item` (its name starts with 'Table 1' or 'Table A2'), with RM's merge
     conditions (`merge`); `side_info`: 'helps' or 'not useful' (Market-1501); `gain_over_100` where the paper's own Gain
     of RM exceeds 100 %; `competitive_top1`: the rows Table 1 puts below the naive merge in AUC$_{CMC}$."""
     if side_info not in ('helps', 'not useful'):
@@ -358,7 +358,7 @@ def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_1
     if merge: rm_merge_claims(C, key, item, data, 'RM')
 
 def rm_heterogeneous_claims(C: ClaimSet, key: str, item: str, data: RMData, merge: bool = True):
-    """Claim 3 (see above) on Figure 7 `item`, with the naive merge's and RM's conditions (`merge`): "our rank merge
+    """Claim 3 (`18_rm`) on Figure 7 `item`, with the naive merge's and RM's conditions (`merge`): "our rank merge
     results ... still manage to achieve a monotonous performance growth curve and RM improves the overall performance
     significantly further" (sec. 5.3); RM$_{RQT}$ is "our ablative model trained with (9)"."""
     for x in ('top1', data.map_metric):
@@ -368,7 +368,7 @@ def rm_heterogeneous_claims(C: ClaimSet, key: str, item: str, data: RMData, merg
         rm_merge_claims(C, key, item, data, 'RM naive'); rm_merge_claims(C, key, item, data, 'RM')
 
 def rm_loss_claims(C: ClaimSet, key: str, item: str, data: RMData):
-    """Claim 4 (see above) on Figure 8 `item`: "MCL consistently outperforms both CL-S and CL-M ... CL-M generally gives
+    """Claim 4 (`18_rm`) on Figure 8 `item`: "MCL consistently outperforms both CL-S and CL-M ... CL-M generally gives
     better merge results than CL-S ... CL-M still suffers from negative flips ... MCL improves overall performance
     curves consistently without negative flips" (sec. 5.3, ablation study)."""
     for x in ('top1', data.map_metric):
@@ -384,7 +384,7 @@ def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
                    for t in RM_FRACTIONS[1:-1]])
 
 def rm_open_class_claims(C: ClaimSet, key: str, item: str, data: RMData):
-    """Claim 5 (see above) on Figure 9 `item`, with the naive merge's and RM's conditions (RM above RACT at 0 < t < 1;
+    """Claim 5 (`18_rm`) on Figure 9 `item`, with the naive merge's and RM's conditions (RM above RACT at 0 < t < 1;
     the end points are the conditions' and RACT's end below new): "RM consistently outperforms
     RACT during backfilling ... [RACT] sacrifices the accuracy after the completion of backfilling ... RM is free from
     the issue and even outperforms the original new model ... RM_naive also improves accuracy monotonically from old
@@ -396,7 +396,7 @@ def rm_open_class_claims(C: ClaimSet, key: str, item: str, data: RMData):
     rm_merge_claims(C, key, item, data, 'RM naive'); rm_merge_claims(C, key, item, data, 'RM', end='above')
 
 def rm_order_claims(C: ClaimSet, key: str, item: str, data: RMData):
-    """Claim 6 (see above) on Figure A11 `item` (`rm_order_ablation`'s records): the old-classifier and the centroid
+    """Claim 6 (`18_rm`) on Figure A11 `item` (`rm_order_ablation`'s records): the old-classifier and the centroid
     orders above random, AUC$_{CMC}$ and AUC$_{mAP}$ (App. A: "compared to random selection, both strategies improves
     the average performance during backfilling")."""
     for o in ('old classifier', 'centroid'):

@@ -144,7 +144,7 @@ def describe_status(status: dict|None) -> str:
     return status.get('line') or ' › '.join(s['desc'] for s in status['stages'])
 
 class _Monitor:
-    "Shows what each running job does (see above)."
+    "Shows what each running job does (`14_runs`)."
     def __init__(self, total: int, show: bool = True):
         self.total, self.done, self.running, self.show = total, 0, {}, show
         self.tty = show and sys.stderr.isatty()
@@ -203,7 +203,7 @@ class _Monitor:
 
 def run_notebooks(jobs: list[NotebookJob], n_jobs: int = 1, threads: int|None = None, show: bool = True,
                   on_done=None) -> list[NotebookJob]:
-    """Execute `jobs` (see above), `n_jobs` at a time with `threads` CPU threads each; claims notebooks last.
+    """Execute `jobs` (`14_runs`), `n_jobs` at a time with `threads` CPU threads each; claims notebooks last.
     `on_done(job)` is called as each finishes. Returns the jobs, filled in."""
     n_jobs = max(1, min(int(n_jobs), len(jobs) or 1))
     threads = threads or max(1, (os.cpu_count() or 1)//n_jobs)
@@ -423,7 +423,7 @@ def claims_state(verdicts) -> str:
 
 def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Path|None = None) -> pd.DataFrame:
     """One row per paper item (and per record item the papers do not number): its notebooks, current seeds, state
-    (see above), its findings and how many hold, its checks and how many hold, and the reasons (of a stale run: the
+    (`14_runs`), its findings and how many hold, its checks and how many hold, and the reasons (of a stale run: the
     ledger's where it lists the run; or of the claims that do not hold, and the findings whose margin is constant)."""
     check_scale(scale)
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
@@ -779,7 +779,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
               device: str = 'auto', out: str|Path = 'results', nbs: str|Path|None = None, force: bool = False,
               extra: dict|None = None, jobs: int|None = None, threads: int|None = None, show: bool = True,
               compare_with: str|Path|None = None, pending: bool = False, plan: bool = False) -> dict:
-    """Run the experiment notebooks for every seed (see above); return {(notebook, seed): None or the error}. Each run's
+    """Run the experiment notebooks for every seed (`14_runs`); return {(notebook, seed): None or the error}. Each run's
     records are compared with those it replaces, or with those of the same run under `compare_with` (a results folder,
     e.g. the committed `results/`), and the comparison is printed and written to `rerun_comparison.csv`.
     `pending`: run what the re-run ledger lists instead (of the notebooks `only` selects, of `seeds`; None: all), and

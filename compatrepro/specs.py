@@ -330,7 +330,7 @@ def simclr_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> 
 FASTFILL_OBJECTIVES = ('l2', 'disc', 'l2+disc', 'l2+uncert', 'disc+uncert', 'l2+disc+uncert')
 RM_OBJECTIVES = ('rqt', 'cl', 'cl-m', 'mcl')
 RM_PER_CLASS = 4   # images per class in a batch of RM's transformation training (class-balanced batches)
-RM_TAU = 0.1       # RM's contrastive losses: the temperature dividing the cosine distance (see above)
+RM_TAU = 0.1       # RM's contrastive losses: the temperature dividing the cosine distance (`06a_specs`)
 STANDIN_TRANSFORMATION_RECIPES = {'tiny': dict(epochs=20, epochs_rm=200, views_rm=4, batch_size=256, inner_dim=512),
                                   'smoke': dict(epochs=2, epochs_rm=2, views_rm=2, batch_size=64, inner_dim=512)}
 
@@ -393,7 +393,7 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
                         **overrides) -> TransformationSpec:
     "The paper's recipe for `objective` (FastFill App. A.2 or RM sec. 5.2) at the backbones' scale, with `overrides`."
     kw = dict(old=old, new=new, objective=objective, seed=seed)
-    if objective in RM_OBJECTIVES:   # RM sec. 5.2; per_class: our choice (see above), so that mined positives exist
+    if objective in RM_OBJECTIVES:   # RM sec. 5.2; per_class: our choice (`06a_specs`), so that mined positives exist
         kw.update(lr=1e-4, weight_decay=0., epochs=50, warmup_epochs=0., freeze_bn_epoch=None, per_class=RM_PER_CLASS)
         if objective != 'rqt': kw.update(tau=RM_TAU)   # eq. 9 has no softmax
     if new.scale in STANDIN_SCALES:

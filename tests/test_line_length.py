@@ -72,3 +72,19 @@ def test_checker_reports_long_lines(tmp_path):
     n0, n5 = (len(l) for l in bad.splitlines()[:6:5])
     assert long_lines(tmp_path/'pkg'/'bad.py') == [f'bad.py:1: {n0} characters', f'bad.py:6: {n5 + 17} characters',
                                                    'bad.py:9: 241 characters']
+
+
+def see_above(source: str) -> list[int]:
+    "Lines of `source` whose docstrings or comments say 'see above': the module has no 'above', its notebook does."
+    return [i for i, line in enumerate(source.splitlines(), start=1) if re.search(r'\bsee above\b', line, re.I)]
+
+
+@pytest.mark.parametrize('module', sorted(p.name for p in PKG.glob('*.py') if p.name not in GENERATED))
+def test_no_see_above_in_the_package(module):
+    "A module's docstring points to the notebook that explains it (`08_pipeline`), never to prose 'above' it lacks."
+    lines = see_above((PKG/module).read_text(encoding='utf-8'))
+    assert not lines, f"{module}: 'see above' at lines {lines}: name the notebook whose prose says it"
+
+
+def test_see_above_checker():
+    assert see_above('x = 1\n"""The cache (see above)."""\n# See Above too\n') == [2, 3]
