@@ -136,3 +136,8 @@ def plan_wall(minutes, n_jobs: int) -> float:
     for m in minutes:
         i = int(np.argmin(slots)); slots[i] += 0. if np.isnan(m) else float(m)
     return max(slots)
+
+def _expected_seconds(res_dir: Path, stem: str, seed: int) -> float:
+    p = res_dir/'runs'/f'{stem}.seed{seed}.json'
+    try: return float(json.loads(p.read_text()).get('duration') or 0)
+    except (OSError, ValueError): return 0.

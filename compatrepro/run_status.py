@@ -64,12 +64,12 @@ def _planned() -> float|None:
     return None
 
 def notebook_left(now: float, model: float|None = None) -> float|None:
-    """Seconds left of this kernel's notebook by its plan (`planned_seconds`), never fewer than the `model`'s; below 0
-    when the notebook has run past its plan (and no model says how long it still takes)."""
+    """Seconds left of this kernel's notebook by its plan (`planned_seconds`), never fewer than the `model`'s while
+    within it; below 0 once the notebook has run past its plan (what is left of it is then unknown)."""
     p = planned_seconds()
     if p is None: return None
     left = p - (now - KERNEL_STARTED)
-    return max(left, model) if model is not None else left
+    return max(left, model) if model is not None and left > 0 else left
 
 def progress_parts(stages: list[dict], model: float|None = None, notebook: float|None = None) -> tuple[str, list]:
     """(what runs, [the time spent in its innermost `stage`, the time left of the bar's run, of the notebook]) of the

@@ -19,8 +19,8 @@ from .report import is_claims_notebook, is_experiment_notebook, paper_of_noteboo
 from .provenance import file_digest, notebook_code_hash, package_versions, run_library_changes
 from .claims import (DIFFERING_VERDICTS_COLUMNS, claim_margins, claim_refs, claims_table, declared_claims,
                                 differing_verdicts, load_claims)
-from .ledger import (_PENDING_LOCK, _listed_runs, _seeds_text, own_seconds, pending_path, pending_runs,
-                                plan_runs, plan_wall, read_pending, write_pending)
+from .ledger import (_PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text, own_seconds, pending_path,
+                                pending_runs, plan_runs, plan_wall, read_pending, write_pending)
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS',
@@ -28,8 +28,9 @@ __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'ITEM_KINDS', 'ITEM_STATES', '
            'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'head_commit',
            'unsettled_runs', 'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text',
            'norm_item', 'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table', 'check_results',
-           'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'run_hours', 'run_hours_text',
-           'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'print_plan', 'reproduce']
+           'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'run_hours', 'seed_wall_hours',
+           'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'print_plan',
+           'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -601,6 +602,14 @@ def run_hours(results: str|Path = 'results', scale: str = 'tiny') -> pd.DataFram
     d = pd.DataFrame(rows, columns=['paper', 'seed', 'notebooks', 'making', 'unrecorded', 'unlisted', 'threaded'])
     return d.assign(hours=d.notebooks + d.making).set_index(['paper', 'seed'])
 
+def seed_wall_hours(res_dir: str|Path, seed: int, n_jobs: int = 2) -> float:
+    """Wall hours of seed `seed`'s recorded runs under `res_dir` from an empty cache, `n_jobs` at a time, the longest
+    first: as `reproduce` runs them and `--plan` counts them (`plan_runs`, `plan_wall`)."""
+    res_dir = Path(res_dir)
+    stems = sorted({f.name.split('.seed')[0] for f in (res_dir/'runs').glob(f'*.seed{seed}.json')},
+                   key=lambda s: -_expected_seconds(res_dir, s, seed))
+    return plan_wall(plan_runs(res_dir, [(s, seed) for s in stems], empty_cache=True).minutes, n_jobs)/60
+
 def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
     """One line: the mean hours per seed of each paper and of all four, from `run_hours`, over the seeds whose runs are
     all on today's code (none of them in the re-run ledger: a run made by older code may have trained other models),
@@ -624,8 +633,15 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
                        + f'{per[k]:.1f} (seed{"s" if len(seeds(k)) > 1 else ""} {", ".join(map(str, seeds(k)))})')
     done, notyet = [p for p in papers if p in per.index], [p for p in papers if p not in per.index]
     if ALL_PAPERS in per.index:
-        total = (f'; {ALL_PAPERS} {hours(ALL_PAPERS)}, {"at least" if low[ALL_PAPERS] else "about"} '
-                 f'{per[ALL_PAPERS]/2:.1f} hours of wall time at two notebooks at a time.')
+        every = today.loc[ALL_PAPERS].hours
+        wall = [seed_wall_hours(Path(results)/scale, s) for s in every.index]
+        each = lambda vs: ', '.join(f'{v:.1f}' for v in vs)
+        # '7.4 (seeds 0, 1: 9.0, 6.9)': the mean, then seed by seed
+        seeds_hours = hours(ALL_PAPERS)[:-1] + (f': {each(every)})' if len(every) > 1 else ')')
+        about = 'at least' if low[ALL_PAPERS] else 'about'
+        total = (f'; {ALL_PAPERS} {seeds_hours}; {about} {np.mean(wall):.1f} hours of wall time'
+                 + (f' ({each(wall)})' if len(wall) > 1 else '') + ' at two notebooks at a time, the '
+                 'longest first (as `compatrepro reproduce` runs them and its `--plan` counts them).')
     else:
         total = (f'; not yet measured on today\'s code: {", ".join(notyet)} (each of their seeds has runs pending a '
                  f're-run). {ALL_PAPERS.capitalize()}: known once every paper is measured; those measured add up to '
@@ -655,11 +671,6 @@ def _mark_finished(res_dir: Path, job: NotebookJob, seed: int):
     prov = json.loads(p.read_text())
     prov.update(finished=bool(job.ok), duration=round(job.seconds, 1), runner=dict(threads=job.threads))
     atomic_write_text(p, json.dumps(prov, indent=1) + '\n')
-
-def _expected_seconds(res_dir: Path, stem: str, seed: int) -> float:
-    p = res_dir/'runs'/f'{stem}.seed{seed}.json'
-    try: return float(json.loads(p.read_text()).get('duration') or 0)
-    except (OSError, ValueError): return 0.
 
 RECORD_ID = ['paper', 'item', 'dataset', 'method', 'metric', 'seed']
 
