@@ -21,7 +21,7 @@ __all__ = ['check_order', 'order_from_scores', 'random_order', 'sigma_order', 'c
            'margin_scores', 'entropy_scores', 'least_confidence_order', 'margin_order', 'entropy_order',
            'old_classifier_order', 'centroid_scores', 'centroid_order', 'class_order', 'backfill_counts',
            'mixed_gallery', 'backfill_curve', 'step_hits', 'step_curve', 'class_backfill_masks', 'class_mixed_gallery',
-           'class_backfill_search', 'plot_backfill_curves', 'plot_nfr_curves', 'plot_flips']
+           'class_backfill_search', 'plot_backfill_curves', 'plot_nfr_curves', 'plot_flips', 'curve_auc']
 
 # %% ../nbs/11_backfill.ipynb #17f7bafc
 def check_order(order, n: int, device=None) -> torch.Tensor:
@@ -411,3 +411,16 @@ def plot_flips(curves: dict, title: str = '', ax=None):
     ax.set_xlabel('backfilled (%)'); ax.set_ylabel('queries (%)'); ax.set_title(title, fontsize=10)
     ax.grid(alpha=.3); ax.legend(fontsize=8); fig.tight_layout()
     return fig
+
+# %% ../nbs/11_backfill.ipynb #8de1f781
+def curve_auc(curve: pd.DataFrame, metric: str) -> float:
+    r"""RM sec. 3.2: $\text{AUC}_M = \int_0^1 M_t\,dt$ of column `metric` of a backfill curve (index: fractions $t$,
+    from 0 to 1)."""
+    if metric not in curve:
+        raise ValueError(f"the curve has no column {metric!r} (it has {list(curve.columns)}): ask update_curves for it "
+                         "in `metrics`")
+    t = np.asarray(curve.index, dtype=np.float64)
+    if t.min() != 0 or t.max() != 1:
+        raise ValueError(f"AUC integrates over t in [0, 1] but the curve's fractions span [{t.min()}, {t.max()}]: "
+                         "evaluate it at fractions that include 0 and 1")
+    return auc(curve[metric].to_numpy(), t)

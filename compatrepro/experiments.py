@@ -20,7 +20,7 @@ from .specs import CompatSpec, backbone_spec, ract_compat, transformation_spec
 from .train import apply_transformation
 from .pipeline import get_features, get_transformation
 from .metrics import auc, m_tilde, retrieval_metrics, roxford_relevance
-from .backfill import backfill_curve, step_curve, plot_backfill_curves
+from .backfill import backfill_curve, curve_auc, step_curve, plot_backfill_curves
 from .claims import (DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff, least,
                                 linear)
 from .provenance import find_notebook
@@ -31,8 +31,8 @@ from .run_status import report_progress   # noqa: F401 (importing it installs th
 # %% auto #0
 __all__ = ['BASELINES', 'UPGRADE_MARGIN', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
            'eval_features', 'update_specs', 'run_transformation_spec', 'transform_old', 'UpdateSetup', 'update_curves',
-           'curve_tilde', 'record_curves', 'curve_auc', 'plot_update_curves', 'report_update', 'model_table',
-           'query_relevance', 'best_of', 'upgrade_check', 'claims_overview', 'claims_markdown', 'show_claims']
+           'curve_tilde', 'record_curves', 'plot_update_curves', 'report_update', 'model_table', 'query_relevance',
+           'best_of', 'upgrade_check', 'claims_overview', 'claims_markdown', 'show_claims']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -208,18 +208,6 @@ def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', '
         for m in metrics:
             book.add(item, name, f'{m}~{suffix}', curve_tilde(name, c, steps, m))
             if auc: book.add(item, name, f'AUC_{m}{suffix}', curve_auc(c, m))
-
-def curve_auc(curve: pd.DataFrame, metric: str) -> float:
-    r"""RM sec. 3.2: $\text{AUC}_M = \int_0^1 M_t\,dt$ of column `metric` of a backfill curve (index: fractions $t$,
-    from 0 to 1)."""
-    if metric not in curve:
-        raise ValueError(f"the curve has no column {metric!r} (it has {list(curve.columns)}): ask update_curves for it "
-                         "in `metrics`")
-    t = np.asarray(curve.index, dtype=np.float64)
-    if t.min() != 0 or t.max() != 1:
-        raise ValueError(f"AUC integrates over t in [0, 1] but the curve's fractions span [{t.min()}, {t.max()}]: "
-                         "evaluate it at fractions that include 0 and 1")
-    return auc(curve[metric].to_numpy(), t)
 
 # %% ../nbs/13_experiments.ipynb #5717ba69
 def plot_update_curves(curves: dict, steps: dict, title: str, metrics=('top1', 'mAP'), area: str = 'm_tilde'):

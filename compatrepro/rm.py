@@ -16,8 +16,9 @@ from .pipeline import get_backbone, get_transformation
 from .metrics import market_relevance, update_gain
 from .backfill import old_classifier_order, centroid_order, random_order
 from .claims import ClaimSet, above, below, diff, least, linear, near
-from .experiments import (UpdateSetup, best_of, curve_auc, eval_features, query_relevance, report_update,
+from .experiments import (UpdateSetup, best_of, eval_features, query_relevance, report_update,
                                      transform_old, update_curves, update_specs, upgrade_check)
+from .backfill import curve_auc
 
 # %% auto #0
 __all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_CONVERGENCE_TOL',

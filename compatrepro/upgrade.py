@@ -22,7 +22,7 @@ from .metrics import retrieval_metrics, retrieval_hits, nfr, is_compatible, upda
 from .backfill import (check_order, order_from_scores, random_order, entropy_order, margin_order,
                                   least_confidence_order, sigma_order, backfill_curve, plot_backfill_curves,
                                   plot_nfr_curves)
-from .experiments import curve_auc
+from .backfill import curve_auc
 from .specs import BackboneSpec, transformation_spec
 from .models import ClassifierHead, load_transformation
 from .train import train_transformation, apply_transformation

@@ -119,7 +119,7 @@ REPRODUCTION = {'report', 'provenance', 'claims', 'book', 'ledger', 'run_status'
 # claim margins, and take scaffolding from `experiments` (to move into the claims notebooks and a protocols module).
 # An entry that is no longer imported fails `test_mixed_modules_still_mix`: take it out.
 MIXED = {'bct': {'report'}, 'fastfill': {'claims', 'experiments'}, 'ract': {'claims', 'experiments'},
-         'rm': {'claims', 'experiments'}, 'upgrade': {'experiments'}}
+         'rm': {'claims', 'experiments'}}
 
 
 def layer_problems(sources: dict[str, str], reproduction=REPRODUCTION, mixed=MIXED) -> list[str]:

@@ -21,7 +21,7 @@ import pytest
 from compatrepro.metrics import (retrieval_metrics, roxford_relevance, template_features, pair_verification, tar_at_far,
                                  open_set_search, retrieval_hits, nfr, auc)
 from compatrepro.backfill import backfill_curve
-from compatrepro.experiments import curve_auc
+from compatrepro.backfill import curve_auc
 
 HERE = Path(__file__).resolve().parent / 'conformance'
 TOL = 1e-9          # percent; every agreeing value matches to ~1e-13

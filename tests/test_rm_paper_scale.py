@@ -14,7 +14,7 @@ import numpy as np, pandas as pd, pytest, torch
 from compatrepro import experiments as X, loaders as LD, pipeline, rm as RM, specs as SP
 from compatrepro.runtime import ExperimentParams
 from compatrepro.data import get_split
-from compatrepro.experiments import curve_auc
+from compatrepro.backfill import curve_auc
 from compatrepro.rm import RM_DATASETS, RM_FRACTIONS, RM_TABLE1, rm_curves, rm_eval, rm_orders, rm_setups, rm_specs
 from compatrepro.metrics import retrieval_metrics
 from compatrepro.models import load_model
