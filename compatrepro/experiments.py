@@ -30,9 +30,9 @@ from .run_status import report_progress   # noqa: F401 (importing it installs th
 
 # %% auto #0
 __all__ = ['BASELINES', 'UPGRADE_MARGIN', 'VERDICT_MARKS', 'dataset_name', 'this_notebook', 'Run', 'start_experiment',
-           'eval_features', 'update_specs', 'run_transformation_spec', 'transform_old', 'UpdateSetup', 'update_curves',
-           'curve_tilde', 'record_curves', 'plot_update_curves', 'report_update', 'model_table', 'query_relevance',
-           'best_of', 'upgrade_check', 'claims_overview', 'claims_markdown', 'show_claims']
+           'update_specs', 'run_transformation_spec', 'transform_old', 'UpdateSetup', 'update_curves', 'curve_tilde',
+           'record_curves', 'plot_update_curves', 'report_update', 'model_table', 'best_of', 'upgrade_check',
+           'claims_overview', 'claims_markdown', 'show_claims']
 
 # %% ../nbs/13_experiments.ipynb #c31e9e47
 def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
@@ -89,20 +89,6 @@ def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', noteb
     book = RecordBook(paper_of_notebook(nb.name), nb.stem, P, dataset)
     print(book.where)
     return Run(P, book, dataset, book.where)
-
-# %% ../nbs/13_experiments.ipynb #b84e103a
-def eval_features(specs: dict, split: str, part: str,
-                  params: ExperimentParams|None = None) -> tuple[dict, torch.Tensor]:
-    """({name: features [N, d]}, labels [N]) of each backbone spec in `specs` on `split`/`part` (trained and cached
-    if missing)."""
-    feats, labels = {}, None
-    for name, spec in specs.items():
-        f = get_features(spec, split, part)
-        if labels is None: labels = f['labels']
-        elif not torch.equal(f['labels'], labels):
-            raise RuntimeError(f"the features of {name!r} are not of the same images as the others")
-        feats[name] = f['features']
-    return feats, labels
 
 # %% ../nbs/13_experiments.ipynb #af1790be
 BASELINES = {'BCT': lambda old: CompatSpec('bct-syn', old), 'RACT': lambda old: ract_compat(old, 'fastfill'),
@@ -248,16 +234,6 @@ def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top
     t = pd.DataFrame(rows).T.round(2)
     t.index.name = f'query / gallery ({book.where})'
     return t
-
-# %% ../nbs/13_experiments.ipynb #3ad0bece
-def query_relevance(queries, protocol: str = 'medium') -> list|None:
-    """Per-query (positives, junk) gallery indices of a query set that carries its own ground truth: ROxford/RParis's
-    `gnd` under `protocol` (the medium one by default, RACT sec. 5.1's; 'hard' or 'easy'), GLDv2-test's retrieval
-    solution `positives` (every label is -1 there); None when the labels decide."""
-    if getattr(queries, 'gnd', None) is not None: return roxford_relevance(queries.gnd, protocol)
-    if getattr(queries, 'positives', None) is not None:
-        return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
-    return None
 
 # %% ../nbs/13_experiments.ipynb #1c9c03a9
 def best_of(item: str, best: str, others, metric: str) -> list:

@@ -16,7 +16,8 @@ from .backfill import entropy_order, random_order
 from .metrics import m_tilde
 from .claims import diff, least
 from . import losses as L
-from .experiments import UpdateSetup, curve_tilde, eval_features, record_curves, transform_old, update_curves
+from .experiments import UpdateSetup, curve_tilde, record_curves, transform_old, update_curves
+from .pipeline import eval_features
 
 # %% auto #0
 __all__ = ['PSI_READINGS', 'LIMITED_BACKFILL', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'psi_grad_default', 'other_reading',

@@ -20,7 +20,7 @@ __all__ = ['parse_metrics', 'roxford_relevance', 'Relevance', 'market_relevance'
            'evaluate_blocks', 'retrieval_metrics', 'retrieval_hits', 'brute_force_metrics', 'tie_features', 'nfr',
            'flips', 'template_features', 'template_labels', 'tar_far_points', 'tar_at_far', 'verification_scores',
            'pair_verification', 'tpir_at_fpir', 'open_set_search', 'is_compatible', 'update_gain', 'order_ranks',
-           'kendall_tau', 'm_tilde', 'auc']
+           'kendall_tau', 'm_tilde', 'auc', 'query_relevance']
 
 # %% ../nbs/10_metrics.ipynb #7e5ab6f8
 _METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|NFR@(\d+)|pos_flips@(\d+)|neg_flips@(\d+))$')
@@ -600,3 +600,13 @@ def auc(values, fractions) -> float:
     if t[0] != 0 or t[-1] != 1:
         raise ValueError(f"fractions must include 0 and 1 to integrate over [0, 1], got [{t[0]}, {t[-1]}]")
     return float(((v[1:] + v[:-1]) / 2 * np.diff(t)).sum())
+
+# %% ../nbs/10_metrics.ipynb #31af2b91
+def query_relevance(queries, protocol: str = 'medium') -> list|None:
+    """Per-query (positives, junk) gallery indices of a query set that carries its own ground truth: ROxford/RParis's
+    `gnd` under `protocol` (the medium one by default, RACT sec. 5.1's; 'hard' or 'easy'), GLDv2-test's retrieval
+    solution `positives` (every label is -1 there); None when the labels decide."""
+    if getattr(queries, 'gnd', None) is not None: return roxford_relevance(queries.gnd, protocol)
+    if getattr(queries, 'positives', None) is not None:
+        return [(p, np.array([], dtype=np.int64)) for p in queries.positives]
+    return None

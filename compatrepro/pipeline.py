@@ -9,9 +9,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .runtime import RunContext, current_context, get_device
-
 from .core import STANDIN_SCALES, registered_versions, stage
+from .runtime import ExperimentParams, RunContext, current_context, get_device
 from .data import get_split, split_versions
 from .models import load_model, load_transformation
 from .features import extract_features
@@ -20,7 +19,7 @@ from .train import model_input, train_backbone, train_transformation, train_tran
 
 # %% auto #0
 __all__ = ['backbone_versions', 'transformation_versions', 'cached_backbone', 'get_backbone', 'training_outcome', 'features_key',
-           'get_features', 'cached_transformation', 'get_transformation']
+           'get_features', 'cached_transformation', 'get_transformation', 'eval_features']
 
 # %% ../nbs/08_pipeline.ipynb #1a969f08
 def _known(versions: dict) -> dict:
@@ -161,3 +160,17 @@ def cached_transformation(spec: TransformationSpec, ctx: RunContext|None = None)
 def get_transformation(spec: TransformationSpec, ctx: RunContext|None = None) -> nn.Module:
     "The trained transformation network of `spec` (CPU, eval mode)."
     return load_transformation(cached_transformation(spec, ctx)['transformation'])
+
+# %% ../nbs/08_pipeline.ipynb #dcf23ac4
+def eval_features(specs: dict, split: str, part: str,
+                  params: ExperimentParams|None = None) -> tuple[dict, torch.Tensor]:
+    """({name: features [N, d]}, labels [N]) of each backbone spec in `specs` on `split`/`part` (trained and cached
+    if missing)."""
+    feats, labels = {}, None
+    for name, spec in specs.items():
+        f = get_features(spec, split, part)
+        if labels is None: labels = f['labels']
+        elif not torch.equal(f['labels'], labels):
+            raise RuntimeError(f"the features of {name!r} are not of the same images as the others")
+        feats[name] = f['features']
+    return feats, labels

@@ -17,7 +17,8 @@ from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RAC
 from .retrieval import block_rows, ranking_distance
 from .metrics import _setup, block_counts, per_query_values, retrieval_metrics
 from .backfill import backfill_curve, random_order
-from .experiments import eval_features, query_relevance
+from .pipeline import eval_features
+from .metrics import query_relevance
 from .claims import least, linear
 
 # %% auto #0

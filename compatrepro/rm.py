@@ -16,8 +16,10 @@ from .pipeline import get_backbone, get_transformation
 from .metrics import market_relevance, update_gain
 from .backfill import old_classifier_order, centroid_order, random_order
 from .claims import ClaimSet, above, below, diff, least, linear, near
-from .experiments import (UpdateSetup, best_of, eval_features, query_relevance, report_update,
-                                     transform_old, update_curves, update_specs, upgrade_check)
+from .experiments import (UpdateSetup, best_of, report_update, transform_old, update_curves, update_specs,
+                                     upgrade_check)
+from .pipeline import eval_features
+from .metrics import query_relevance
 from .backfill import curve_auc
 
 # %% auto #0

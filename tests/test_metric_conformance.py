@@ -120,7 +120,7 @@ def test_revisitop_full_ranking_map_agrees(protocol):
 def test_ract_roxford_metric_is_revisitops_medium_map():
     "RACT's ROxford/RParis number (its metric in RACT_TESTS, on query_relevance of a gnd) is revisitop's medium mAP."
     from types import SimpleNamespace
-    from compatrepro.experiments import query_relevance
+    from compatrepro.metrics import query_relevance
     from compatrepro.ract import RACT_TESTS
     c = case(ROX, 'medium_protocol'); ns = regenerate(c)
     for test in ('ROxford', 'RParis'):
