@@ -19,6 +19,7 @@ from .report import is_claims_notebook, is_experiment_notebook, paper_of_noteboo
 from .provenance import file_digest, notebook_code_hash, package_versions, run_library_changes
 from .claims import (DIFFERING_VERDICTS_COLUMNS, claim_margins, claim_refs, claims_table, declared_claims,
                                 differing_verdicts, load_claims)
+from .run_status import _clock
 from .ledger import (_PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text, own_seconds, pending_path,
                                 pending_runs, plan_runs, plan_wall, read_pending, write_pending)
 
@@ -135,9 +136,6 @@ def _tail_error(text: str, n: int = 25) -> str:
     return '\n'.join(lines[max(0, min(starts[-1] if starts else len(lines) - n, len(lines) - n)):])
 
 # %% ../nbs/14_runs.ipynb #cf5c58db
-def _fmt_s(s: float) -> str:
-    s = int(max(0, s)); return f'{s//3600}:{s%3600//60:02d}:{s%60:02d}' if s >= 3600 else f'{s//60:02d}:{s%60:02d}'
-
 def describe_status(status: dict|None) -> str:
     """One line from a kernel's status file: what runs, two spaces, and the time left of its model and of its notebook
     (the line the kernel's progress hook wrote, `12e_run_status`)."""
@@ -164,7 +162,7 @@ class _Monitor:
         planned = job.env.get('COMPATREPRO_PLANNED_SECONDS')
         self._print(f'[{self.done}/{self.total}] start {job.name}'
                     + (f' ({job.threads} thread(s))' if job.threads else '')
-                    + (f', planned {_fmt_s(float(planned))}' if planned else ''))
+                    + (f', planned {_clock(float(planned))}' if planned else ''))
 
     def finished(self, job):
         with self.lock:
@@ -172,7 +170,7 @@ class _Monitor:
             b = self.bars.pop(job.name, None)
         if b is not None: b.close()
         how = 'ok' if job.ok else f'FAILED\n{job.error}'
-        self._print(f'[{self.done}/{self.total}] {job.name}: {how} in {_fmt_s(job.seconds)}')
+        self._print(f'[{self.done}/{self.total}] {job.name}: {how} in {_clock(job.seconds)}')
 
     def _print(self, msg):
         if not self.show: return
@@ -187,7 +185,7 @@ class _Monitor:
             for job, slot, sf, t0 in items:
                 try: st = json.loads(Path(sf).read_text())
                 except (OSError, ValueError): st = None
-                line = f'{job.name} [{_fmt_s(time.time() - t0)}] {describe_status(st)}'
+                line = f'{job.name} [{_clock(time.time() - t0)}] {describe_status(st)}'
                 if self.tty: self._bar(job, slot).set_description_str(line[:shutil.get_terminal_size().columns - 2])
                 elif self.show:
                     stage = line.split('] ', 1)[-1].split('  ')[0]
@@ -871,7 +869,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     run_notebooks(todo, n_jobs, threads, show=show, on_done=done)
     csv_f, md = write_summary(res_dir)
     failed = sorted(k for k, v in status.items() if v)
-    print(f"\n{len(todo)} run(s) in {_fmt_s(time.time() - t0)}. Executed notebooks: {res_dir/'notebooks'}\n"
+    print(f"\n{len(todo)} run(s) in {_clock(time.time() - t0)}. Executed notebooks: {res_dir/'notebooks'}\n"
           f"Records: {res_dir/'records'}\nFigures: {res_dir/'figures'}\n"
           f"Tables (mean ± std over seeds, beside the papers' numbers): {md}\nAll numbers: {csv_f}")
     if compared:
