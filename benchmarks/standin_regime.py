@@ -41,11 +41,15 @@ from standin_convergence import knob_args   # the stand-in's knobs as flags (thi
 PAIRS = {'imagenet': ('imagenet-500', 'imagenet-1k', 'imagenet-1k', {'embedding': 'mlfct'}),
          'imdbface': ('imdbface-50', 'imdbface', 'ijbc', {})}
 COMPATIBLE = ('BCT', 'RACT')
+# transformations h(phi_old) -> phi_new (FastFill's notebooks' objectives); judged by new queries against the
+# transformed old gallery, the backfilling curve's start
+TRANSFORMATIONS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert'}
 
 
 def verdicts(d, tolerance: float = 1.0) -> list[dict]:
     "Per candidate, seed and pair: the acceptance criteria (the library's `premise_criteria`), each True/False/None, and the doubling test."
     from compatrepro.runs import premise_criteria
+    d = d[~d.model.str.contains('(', regex=False)]   # a transformation's rows have their own schedule
     out = []
     for (cand, seed, pair), g in d.groupby(['candidate', 'seed', 'pair'], sort=False):
         base = g[g.epochs == g.epochs.min()].set_index('model')
@@ -92,25 +96,29 @@ def summary(paths, tolerance: float = 1.0) -> str:
 
 
 def doubling_table(paths, tolerance: float = 1.0) -> str:
-    """The doubling test per candidate and model (mean over seeds): top-1 / mAP at the schedule E and at 2E, the
-    largest move of either on any seed, and the CPU minutes of one thread that the model took at E (`cpu_seconds`);
-    a candidate's last row: whether every model is converged, and the CPU minutes of its three models at E."""
+    """The doubling test per candidate and model (mean over seeds): top-1 / mAP at the model's schedule E and at 2E,
+    the largest move of either on any seed, and the CPU minutes of one thread that the model took at E (`cpu_seconds`;
+    0 where the model came from the cache); a candidate's last row: whether every model is converged, and the CPU
+    minutes of its models at E. A model is every row trained at E and 2E: a self-test, a compatible model against the
+    old model of E epochs ('BCT/old'), new queries against a transformed old gallery ('new/FCT(old)')."""
     import pandas as pd
     d = pd.concat([pd.read_csv(f) for f in paths], ignore_index=True)
-    d = d[d.model.str.split('/').str[0] == d.model.str.split('/').str[1]]   # self-tests
     out = ['| candidate | recipe | model | seeds | top-1 / mAP at E | at 2E | largest move | CPU min at E |',
            '|---|---|---|---|---|---|---|---|']
     for cand, g in d.groupby('candidate', sort=False):
-        E = g.epochs.min()
         recipe = ', '.join(f'{k}={v}' for k, v in json.loads(g.recipe.iloc[0]).items() if k != 'warmup_epochs') or 'library'
+        pairs = g.pair.nunique() > 1
         moves, cpu = [], 0.
-        for model, m in g.groupby('model', sort=False):
+        for (pair, model), m in g.groupby(['pair', 'model'], sort=False):
+            E = m.epochs.min()
             a, b = m[m.epochs == E].set_index('seed'), m[m.epochs == 2*E].set_index('seed')
+            if b.empty: continue   # a cross-test at E only (new/old)
             move = max(((b[k] - a[k]).abs().max() for k in ('top1', 'mAP')), default=float('nan'))
-            moves.append(move); cpu += a.cpu_seconds.mean()/60
-            out.append(f"| {cand} | {recipe} (E={E}) | {model} | {','.join(map(str, sorted(a.index)))} | "
-                       f"{a.top1.mean():.1f} / {a.mAP.mean():.1f} | {b.top1.mean():.1f} / {b.mAP.mean():.1f} | "
-                       f"{move:.1f} | {a.cpu_seconds.mean()/60:.1f} |")
+            c = a.cpu_seconds.mean()/60   # nan: every seed's model came from the cache
+            moves.append(move); cpu += 0 if pd.isna(c) else c
+            out.append(f"| {cand} | {recipe} (E={E}) | {model}{f' ({pair})' if pairs else ''} | "
+                       f"{','.join(map(str, sorted(a.index)))} | {a.top1.mean():.1f} / {a.mAP.mean():.1f} | "
+                       f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | {'cached' if pd.isna(c) else f'{c:.1f}'} |")
         ok = all(m <= tolerance for m in moves)
         out.append(f"| {cand} | | **all** | | | | **{'converged' if ok else 'not converged'}** (largest "
                    f"{max(moves):.1f}) | **{cpu:.1f}** |")
@@ -137,7 +145,9 @@ def main(argv=None):
                    help="Nesterov momentum (screening only: the library's SGD has none, so this process patches its "
                         "optimiser factory; the candidate's own cache keeps these models apart)")
     p.add_argument('--pairs', nargs='+', default=list(PAIRS), choices=list(PAIRS))
-    p.add_argument('--models', nargs='+', default=['old', 'new', *COMPATIBLE])
+    p.add_argument('--models', nargs='+', default=['old', 'new', *COMPATIBLE],
+                   help="old, new, a compatible model of the notebooks' `BASELINES` (BCT, RACT, new-l2, ...) or a "
+                        "transformation of the old model to the new one: " + ', '.join(TRANSFORMATIONS))
     p.add_argument('--seeds', type=int, nargs='+', default=[0])
     p.add_argument('--double', action='store_true', help='also train every model of --models on a schedule twice as long (doubling test)')
     p.add_argument('--tolerance', type=float, default=1.0, help='the doubling test: the largest move (top-1 or mAP points) of a converged model')
@@ -155,8 +165,11 @@ def main(argv=None):
     from compatrepro import standin
     from compatrepro.experiments import BASELINES
     from compatrepro.metrics import retrieval_metrics
-    from compatrepro.pipeline import cached_backbone, get_features
-    from compatrepro.specs import backbone_spec
+    from compatrepro.pipeline import cached_backbone, cached_transformation, get_features
+    from compatrepro.specs import backbone_spec, transformation_spec
+    from compatrepro.train import apply_transformation
+    from compatrepro.models import load_transformation
+    from compatrepro.runtime import current_context
 
     scale = 'smoke' if a.smoke else 'tiny'
     knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(standin.GlyphConfig)
@@ -187,7 +200,10 @@ def main(argv=None):
         for pair in a.pairs:
             old_split, new_split, ev, kw = PAIRS[pair]
             old = backbone_spec(old_split, scale, seed, **(kw | over)); new = backbone_spec(new_split, scale, seed, **(kw | over))
-            specs = {'old': old, 'new': new} | {m: replace(new, compat=BASELINES[m](old)) for m in COMPATIBLE}
+            unknown = [m for m in a.models if m not in ('old', 'new', *BASELINES, *TRANSFORMATIONS)]
+            if unknown:
+                p.error(f"--models {' '.join(unknown)}: use old, new, {', '.join(BASELINES)} or {', '.join(TRANSFORMATIONS)}")
+            specs = {'old': old, 'new': new} | {m: replace(new, compat=BASELINES[m](old)) for m in a.models if m in BASELINES}
             specs = {k: v for k, v in specs.items() if k in a.models}
             def doubled(s):   # twice the schedule; a compatible model keeps its old model of E epochs
                 return replace(s, epochs=2*s.epochs, warmup_epochs=2*s.warmup_epochs,
@@ -196,10 +212,11 @@ def main(argv=None):
             if a.double: runs += [(k, doubled(s), 2*s.epochs) for k, s in specs.items()]
             feats = {}
             for name, spec, E in runs:
-                t0, c0 = time.time(), time.process_time()
+                t0, c0, n_made = time.time(), time.process_time(), len(current_context().cache.made)
                 art = cached_backbone(spec)
                 sec = art.get('train_seconds', time.time() - t0)
-                cpu = time.process_time() - c0   # 0 for a cached model; the first model also renders the stand-in
+                # blank for a model from the cache; the first model also renders the stand-in
+                cpu = time.process_time() - c0 if len(current_context().cache.made) > n_made else float('nan')
                 f = get_features(spec, ev, 'eval')
                 feats[(name, E)] = f['features']; labels = f['labels']
                 chance = 100/len(labels.unique())
@@ -210,15 +227,42 @@ def main(argv=None):
                 print(f"{cand} seed {seed} {pair:8s} {name:4s} {E:3d} epochs: top-1 {m['top1']:6.2f}  mAP {m['mAP']:6.2f}  "
                       f"({sec/60:.1f} min)", flush=True)
                 save()
-            E0 = specs['new'].epochs
-            for q, g in (('new', 'old'), ('BCT', 'old'), ('RACT', 'old')):
-                if (q, E0) in feats and (g, E0) in feats:
-                    m = retrieval_metrics(feats[(q, E0)], feats[(g, E0)], labels, labels, metrics=('top1', 'mAP'))
-                    rows.append(dict(**meta, seed=seed, pair=pair, model=f'{q}/{g}', epochs=E0, top1=round(m['top1'], 2),
+            # cross-tests against the old model of E epochs: new/old at E, each compatible model at E and 2E
+            crosses = [(q, E) for q, E in feats if q in BASELINES or (q == 'new' and E == new.epochs)]
+            if crosses:
+                fo = get_features(old, ev, 'eval')['features']
+                for q, E in crosses:
+                    m = retrieval_metrics(feats[(q, E)], fo, labels, labels, metrics=('top1', 'mAP'))
+                    rows.append(dict(**meta, seed=seed, pair=pair, model=f'{q}/old', epochs=E, top1=round(m['top1'], 2),
                                      mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=0,
                                      cpu_seconds=0))
+            for name in (m for m in a.models if m in TRANSFORMATIONS):
+                # h trained on the backbones of E epochs, its own schedule doubled; new queries, h(old) gallery
+                t = transformation_spec(old, new, TRANSFORMATIONS[name], seed=seed)
+                tt = [(t, t.epochs)]
+                if a.double:
+                    tt.append((replace(t, epochs=2*t.epochs, warmup_epochs=2*t.warmup_epochs,
+                                       freeze_bn_epoch=None if t.freeze_bn_epoch is None else 2*t.freeze_bn_epoch),
+                               2*t.epochs))
+                fo, fn = get_features(old, ev, 'eval'), get_features(new, ev, 'eval')
+                labels = fn['labels']; chance = 100/len(labels.unique())
+                for spec, E in tt:
+                    c0, n_made = time.process_time(), len(current_context().cache.made)
+                    art = cached_transformation(spec)
+                    cpu = time.process_time() - c0 if len(current_context().cache.made) > n_made else float('nan')
+                    h = apply_transformation(load_transformation(art['transformation']), fo['features'])
+                    h = h[0] if isinstance(h, tuple) else h
+                    m = retrieval_metrics(fn['features'], h, labels, labels, metrics=('top1', 'mAP'))
+                    rows.append(dict(**meta, seed=seed, pair=pair, model=f'new/{name}(old)', epochs=E,
+                                     top1=round(m['top1'], 2), mAP=round(m['mAP'], 2), chance=round(chance, 3),
+                                     train_images=0, train_seconds=round(art.get('train_seconds', 0.), 1),
+                                     cpu_seconds=round(cpu, 1)))
+                    print(f"{cand} seed {seed} {pair:8s} {name} {E:3d} epochs: new/h(old) top-1 {m['top1']:6.2f}  "
+                          f"mAP {m['mAP']:6.2f}", flush=True)
+                    save()
             save()
     print(summary([out], a.tolerance))
+    if a.double: print(doubling_table([out], a.tolerance))
 
 
 if __name__ == '__main__':
