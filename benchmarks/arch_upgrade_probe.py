@@ -22,7 +22,7 @@ Seeds 0 and 2 (`0 8 16 - 192`, `0 8 16 96 192`, `0 8 16 - 384`, the same for 2):
 import sys, time, torch
 from dataclasses import replace
 from compatrepro.runtime import ExperimentParams
-from compatrepro.experiments import update_specs
+from compatrepro.updates import update_specs
 from compatrepro.pipeline import eval_features
 from compatrepro.metrics import retrieval_metrics
 torch.set_num_threads(1)

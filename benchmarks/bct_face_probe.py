@@ -54,7 +54,7 @@ def rank1(query, gallery, labels, seed: int, max_images: int = 3000) -> float:
 
 def probe_seed(seed: int, scale: str = 'tiny', identities: tuple | None = None) -> list:
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
-    from compatrepro.experiments import update_specs, BASELINES
+    from compatrepro.updates import update_specs, BASELINES
     from compatrepro.pipeline import get_features
     from compatrepro.bct import face_features, face_data, face_test
 

@@ -39,7 +39,7 @@ def main(argv=None):
     if a.cache: os.environ['COMPATREPRO_CACHE'] = os.path.expanduser(a.cache)
     from compatrepro.runtime import ExperimentParams
     from dataclasses import replace
-    from compatrepro.experiments import update_specs, BASELINES
+    from compatrepro.updates import update_specs, BASELINES
     from compatrepro.metrics import retrieval_hits
     from compatrepro.pipeline import get_features
     rows = []

@@ -88,7 +88,7 @@ def probe_seed(seed: int, scale: str = 'tiny') -> tuple[list, list]:
     import torch
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
     from compatrepro.pipeline import get_backbone, get_features
-    from compatrepro.experiments import update_specs, run_transformation_spec, UpdateSetup, update_curves, curve_tilde
+    from compatrepro.updates import update_specs, run_transformation_spec, UpdateSetup, update_curves, curve_tilde
     from compatrepro.pipeline import eval_features
     from compatrepro.train import train_transformation, apply_transformation
     from compatrepro.models import load_transformation

@@ -29,7 +29,8 @@ def ladder(dataset: str, seed: int, rungs, scale: str, tol: float):
     "Yield one row per rung and metric: `rm_convergence` with the stand-in's RM epochs set to each rung in turn."
     from compatrepro import specs
     from compatrepro.runtime import ExperimentParams
-    from compatrepro.rm import rm_convergence, rm_data, rm_upgrade
+    from compatrepro.rm_records import rm_convergence
+    from compatrepro.rm import rm_data, rm_upgrade
 
     class Rows:   # the record book `rm_convergence` writes into: kept, not saved
         def add(self, *row): pass

@@ -116,9 +116,10 @@ def doubling_table(paths, tolerance: float = 1.0) -> str:
             move = max(((b[k] - a[k]).abs().max() for k in ('top1', 'mAP')), default=float('nan'))
             c = a.cpu_seconds.mean()/60   # nan: every seed's model came from the cache
             moves.append(move); cpu += 0 if pd.isna(c) else c
+            cross = (a.cpu_seconds == 0).all()   # a cross-test ('BCT/old') trains nothing; a cached model is blank
             out.append(f"| {cand} | {recipe} (E={E}) | {model}{f' ({pair})' if pairs else ''} | "
                        f"{','.join(map(str, sorted(a.index)))} | {a.top1.mean():.1f} / {a.mAP.mean():.1f} | "
-                       f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | {'cached' if pd.isna(c) else f'{c:.1f}'} |")
+                       f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | {'' if cross else 'cached' if pd.isna(c) else f'{c:.1f}'} |")
         ok = all(m <= tolerance for m in moves)
         out.append(f"| {cand} | | **all** | | | | **{'converged' if ok else 'not converged'}** (largest "
                    f"{max(moves):.1f}) | **{cpu:.1f}** |")
@@ -163,7 +164,7 @@ def main(argv=None):
     os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache or out.with_suffix('.cache')).resolve())
     os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
     from compatrepro import standin
-    from compatrepro.experiments import BASELINES
+    from compatrepro.updates import BASELINES
     from compatrepro.metrics import retrieval_metrics
     from compatrepro.pipeline import cached_backbone, cached_transformation, get_features
     from compatrepro.specs import backbone_spec, transformation_spec

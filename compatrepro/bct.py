@@ -11,12 +11,10 @@ from .data import get_split, ijbc_protocol_counts, false_alarms_allowed
 from .pipeline import get_features
 from .metrics import template_features, template_labels, pair_verification, open_set_search, is_compatible, update_gain
 from .backfill import class_backfill_search
-from .report import paper_value
 
 # %% auto #0
 __all__ = ['BCT_FARS', 'BCT_FPIRS', 'RESOLVED_AT', 'BCT_HEADLINE', 'rate_tag', 'face_features', 'face_data', 'ijbc_media',
-           'face_media', 'face_test', 'compatibility', 'face_backfill', 'face_points', 'record_compatibility',
-           'update_gains']
+           'face_media', 'face_test', 'compatibility', 'face_backfill', 'face_points']
 
 # %% ../nbs/16_bct.ipynb #81b1ee86
 BCT_FARS = (1e-5, 1e-4, 1e-3, 1e-2)   # BCT App. C, Table 8 (b): TAR@FAR
@@ -123,45 +121,3 @@ def face_points(params: ExperimentParams, data: dict) -> dict:
         raise ValueError(f"the tiny IJB-C stand-in does not resolve BCT's headline points {BCT_HEADLINE} "
                          f"(false accepts / alarms allowed: {allowed}; each needs {RESOLVED_AT}): see 03_data")
     return dict(counts=c, allowed=allowed, resolved=resolved, recorded=list(BCT_HEADLINE), claims=list(BCT_HEADLINE))
-
-def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: list, paragons: dict|None = None):
-    """Record, under `item`, each test of `tests` ({pair name: `face_test` result}) at `metrics`, and for each pair of
-    `pairs` ({pair name: its reference pair's name}) eq. 2's verdict and the absolute gain over the reference
-    (`compatible (<metric>)`, `absolute gain (<metric>)`); for the pairs of `paragons` ({pair name: its paragon pair's
-    name}: those the paper gives an update gain for) eq. 9's update gain of this seed (`update gain (<metric>)`,
-    left out where the paragon does not beat the reference: see `compatibility`)."""
-    paragons = paragons or {}
-    for name, t in tests.items():
-        for m in metrics: book.add(item, name, m, t[m])
-    for name, ref in pairs.items():
-        for m in metrics:
-            top = tests[paragons[name]][m] if name in paragons else None
-            for k, v in compatibility(tests[name][m], tests[ref][m], top).items(): book.add(item, name, f'{k} ({m})', v)
-
-def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
-    r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), per metric:
-    ours from the means over every seed recorded so far under `item`, NaN where the means fail eq. 2 (BCT sec. 3.3:
-    "the update gain is only valid when Eq. (2) is satisfied") or the paragon does not beat the reference; the paper's
-    as it prints it (`update gain (<metric>)` in `docs/paper_values.csv`), NaN where it prints none; and eq. 9 on the
-    paper's own printed accuracies (`paper, eq. 9`), which shows how the printed gain was computed (to its rounding)."""
-    S = book.summary().query("item == @item and scale == @book.params.scale").set_index(['method', 'metric'])
-    def ours(name, ref, top, m):
-        try: v = [S.loc[(k, m), 'mean'] for k in (name, ref, top)]
-        except KeyError: return np.nan
-        if any(pd.isna(x) for x in v) or not v[0] > v[1]: return np.nan
-        return compatibility(*v).get('update gain', np.nan)
-    def printed(name, m):
-        v = paper_value(book.paper, item, name, f'update gain ({m})')
-        return np.nan if v is None else v
-    def recomputed(name, ref, top, m):
-        v = [paper_value(book.paper, item, k, m) for k in (name, ref, top)]
-        return np.nan if None in v or not v[2] > v[1] else compatibility(*v)['update gain']
-    out = {}
-    for m in metrics:
-        out[('ours', m)] = {name: ours(name, ref, top, m) for name, (ref, top) in pairs.items()}
-        out[('paper', m)] = {name: printed(name, m) for name in pairs}
-        out[('paper, eq. 9', m)] = {name: recomputed(name, ref, top, m) for name, (ref, top) in pairs.items()}
-    seeds = sorted(set(' '.join(S.seeds).split())) if len(S) else []
-    print(f"Update gain (eq. 9, percent) from the means over seeds {seeds} of {book.where.rsplit(',', 1)[0]}, "
-          f"beside the paper's printed numbers and eq. 9 on its printed accuracies")
-    return pd.DataFrame(out).round(2)

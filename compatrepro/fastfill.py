@@ -11,18 +11,12 @@ import numpy as np, torch
 from .runtime import ExperimentParams
 from .core import parse_lrs
 from .specs import TransformationSpec
-from .pipeline import get_backbone
-from .backfill import entropy_order, random_order
-from .metrics import m_tilde
-from .claims import diff, least
 from . import losses as L
-from .experiments import UpdateSetup, curve_tilde, record_curves, transform_old, update_curves
-from .pipeline import eval_features
+from .updates import transform_old
 
 # %% auto #0
-__all__ = ['PSI_READINGS', 'LIMITED_BACKFILL', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'psi_grad_default', 'other_reading',
-           'transform_features', 'alignment_losses', 'record_curve_points', 'dips_before_rising', 'flips_metrics',
-           'record_flips', 'lr_sweep', 'best_update', 'ract_sweep_lrs', 'SweptBaseline', 'swept_ract']
+__all__ = ['PSI_READINGS', 'RACT_LR_FACTORS', 'RACT_PAPER_LRS', 'psi_grad_default', 'other_reading', 'transform_features',
+           'alignment_losses', 'lr_sweep', 'ract_sweep_lrs', 'SweptBaseline']
 
 # %% ../nbs/15_fastfill.ipynb #2839a1c0
 PSI_READINGS = {True: 'psi on h', False: 'psi on stop-gradient h'}   # `TransformationSpec.psi_grad_to_h`
@@ -63,68 +57,11 @@ def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, label
         disc = L.label_smoothing_ce(new_head(h_old, labels), new_head.targets(labels), eps=eps, reduction='none')
     return {'L_l2': l2, 'L_disc': disc, 'L_l2+disc': l2 + disc}
 
-# %% ../nbs/15_fastfill.ipynb #7a826618
-LIMITED_BACKFILL = 0.25   # App. D's "limited backfilling": the first quarter of the gallery (see the note above)
-
-def _fractions(curve) -> np.ndarray:
-    "The backfilled fractions of a curve: `step_curve`'s 'fraction' column, else `backfill_curve`'s index."
-    return np.asarray(curve['fraction'] if 'fraction' in curve.columns else curve.index, dtype=np.float64)
-
-def record_curve_points(book, item: str, curves: dict, metrics=('top1', 'mAP')) -> None:
-    r"""Record, per method of `curves` (curves from 0 to 1 backfilled), `<metric> at 0%`, `<metric> at 100%` and
-    `lowest <metric> after 0%` (the lowest point once backfilling has started) under `item`."""
-    for name, c in curves.items():
-        t = _fractions(c)
-        if len(t) < 3 or t[0] != 0 or t[-1] != 1:
-            raise ValueError(f"the curve of {name!r} must run from 0 to 1 backfilled with a point in between, got "
-                             f"fractions {t[:3]}...{t[-1:]}")
-        for m in metrics:
-            v = c[m].to_numpy(np.float64)
-            book.add(item, name, f'{m} at 0%', v[0]); book.add(item, name, f'{m} at 100%', v[-1])
-            book.add(item, name, f'lowest {m} after 0%', v[1:].min())
-
-def dips_before_rising(item: str, method: str, metric: str) -> list:
-    r"""The margin of "we may even reduce performance before we see an improvement" (sec. 1) for `method`'s curve in
-    `item` (recorded by `record_curve_points`): the least of its dip below the 0 % value and its rise from 0 % to
-    100 %."""
-    at = lambda k: (item, method, k)
-    return least(diff(at(f'{metric} at 0%'), at(f'lowest {metric} after 0%')),
-                 diff(at(f'{metric} at 100%'), at(f'{metric} at 0%')))
-
-def flips_metrics(k: int = 1, limited: float = LIMITED_BACKFILL) -> dict:
-    "The record names `record_flips` writes for top-`k` flips: {'pos', 'neg', 'pos limited'}."
-    top = f'top-{k}'
-    return {'pos': f'mean positive flips, {top} (%)', 'neg': f'mean negative flips, {top} (%)',
-            'pos limited': f'mean positive flips up to {limited:.0%} backfilled, {top} (%)'}
-
-def record_flips(book, item: str, curves: dict, k: int = 1, limited: float = LIMITED_BACKFILL) -> None:
-    r"""Record, per method, the mean positive and negative top-`k` flips (percent of the queries) over its curve, and
-    the mean positive flips over the fractions $\alpha \le$ `limited` (App. D). `curves`: `step_curve` frames (`k=1`:
-    columns `pos_flips`, `neg_flips`) or `backfill_curve` frames with `pos_flips@k`, `neg_flips@k`."""
-    names = flips_metrics(k, limited)
-    for name, c in curves.items():
-        pos, neg = (('pos_flips', 'neg_flips') if 'pos_flips' in c.columns and k == 1
-                    else (f'pos_flips@{k}', f'neg_flips@{k}'))
-        if pos not in c.columns or neg not in c.columns:
-            raise ValueError(f"the curve of {name!r} has no {pos!r}/{neg!r} columns (it has {list(c.columns)}): ask "
-                             "the curve engine for them")
-        t = _fractions(c)
-        book.add(item, name, names['pos'], m_tilde(c[pos])); book.add(item, name, names['neg'], m_tilde(c[neg]))
-        book.add(item, name, names['pos limited'], m_tilde(c[pos][t <= limited + 1e-12]))
-
 # %% ../nbs/15_fastfill.ipynb #91255979
 def lr_sweep(spec, lrs) -> dict:
     """{'lr=<rate>': `spec` with that learning rate} for each rate in `lrs` (FastFill App. A.2: RACT's rate over
     powers of ten)."""
     return {f'lr={x:g}': replace(spec, lr=x) for x in parse_lrs(lrs)}
-
-def best_update(book, item: str, curves: dict, steps: dict, metric: str = 'mAP') -> str:
-    r"""The candidate of `curves` ({name: backfill curve}) with the highest $\widetilde{M}$ of `metric` (top-1 from the
-    every-step curves in `steps` when present); every candidate's $\widetilde{M}$ is recorded under `item`."""
-    if not curves: raise ValueError("best_update needs at least one candidate curve")
-    record_curves(book, item, curves, steps, metrics=(metric,))
-    score = {k: curve_tilde(k, c, steps, metric) for k, c in curves.items()}
-    return max(score, key=score.get)
 
 RACT_LR_FACTORS = (0.1, 1., 10.)   # stand-in: the recipe's rate times these (three powers of ten; affordable at tiny
                                    # scale)
@@ -143,22 +80,3 @@ class SweptBaseline(NamedTuple):
     spec: object
     features: torch.Tensor
     order: np.ndarray
-
-def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: torch.Tensor, split: str,
-               part: str = 'eval', seed: int = 0, lrs=None, metric: str = 'mAP',
-               orders=('random', 'entropy')) -> SweptBaseline:
-    r"""FastFill App. A.2's RACT baseline: RACT trained at each rate of `ract_sweep_lrs(ract_spec, lrs)`, each
-    backfilled in each of `orders` ('random'; 'entropy': RACT eq. 11, its classifier on the old gallery features);
-    every candidate's $\widetilde{M}$ is recorded under `item` and the best one (by `metric`) returned."""
-    if not orders or set(orders) - {'random', 'entropy'}:
-        raise ValueError(f"orders must be some of 'random', 'entropy', got {orders!r}")
-    setups, cand, rand = {}, {}, random_order(len(labels), seed=seed)
-    for tag, spec in lr_sweep(ract_spec, ract_sweep_lrs(ract_spec, lrs)).items():
-        f = eval_features({tag: spec}, split, part)[0][tag]
-        with torch.no_grad(): logits = get_backbone(spec, 'cpu').head(old_features)
-        for oname in orders:
-            o = rand if oname == 'random' else entropy_order(logits)
-            setups[name := f'RACT {tag} {oname}'] = UpdateSetup(f, old_features, f, o)
-            cand[name] = SweptBaseline(name, spec, f, o)
-    curves, steps = update_curves(setups, labels, metrics=('top1', metric) if metric != 'top1' else ('top1',))
-    return cand[best_update(book, item, curves, steps, metric)]

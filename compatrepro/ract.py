@@ -19,15 +19,13 @@ from .metrics import _setup, block_counts, per_query_values, retrieval_metrics
 from .backfill import backfill_curve, random_order
 from .pipeline import eval_features
 from .metrics import query_relevance
-from .claims import least, linear
 
 # %% auto #0
 __all__ = ['RACT_ALLOCATIONS', 'RACT_TESTS', 'RACT_ARCHS', 'RACT_FRACTIONS', 'RACT_TABLE_FRACTIONS', 'RACT_METHODS',
            'RACT_HOT_REFRESH_FIGURES', 'RACT_UNCERTAINTY_FIGURES', 'RACT_TABLE2_ALLOCATIONS', 'RACT_TABLE2_TESTS',
            'RACT_TABLE_COLUMNS', 'RACT_SEQUENTIAL_SHARES', 'RACT_RELATED_ROWS', 'RACT_READINGS', 'ract_test_name',
            'ract_pretrained', 'ract_spec', 'ract_specs', 'RACTEval', 'ract_eval', 'ract_curve', 'ract_old_point',
-           'ract_random_curves', 'record_ract_curve', 'plot_ract_curves', 'within_share', 'ract_table',
-           'roxford_map_at', 'ract_readings']
+           'ract_random_curves', 'plot_ract_curves', 'roxford_map_at', 'ract_readings']
 
 # %% ../nbs/17_ract.ipynb #4b58788d
 RACT_ALLOCATIONS = {'expansion': ('gldv2-expansion-old', 'gldv2-expansion-new'),
@@ -142,19 +140,6 @@ def ract_random_curves(specs: dict, test: str, params: ExperimentParams, rows, f
     order = random_order(len(E.gallery_labels), seed=params.seed)
     return {r: ract_curve(E, r, order, fractions) for r in rows}, E.old_point
 
-def record_ract_curve(book, item: str, method: str, curve: pd.DataFrame, metric: str, dataset: str|None = None) -> None:
-    """Record `<metric> at <p>%` and `NFR@1 at <p>%` of a curve, its mean over the points (`mean <metric>`, the area
-    the uncertainty orders are compared by, and `mean NFR@1`), its largest drop between consecutive points (negative
-    where it rises at every step) and its regression: the drop from its 0 % point to its lowest point (`drop to the
-    lowest <metric>`, 0 when it never falls below its start)."""
-    add = lambda k, v: book.add(item, method, k, float(v), dataset=dataset)
-    for t, row in curve.iterrows():
-        add(f'{metric} at {_pct(t)}', row[metric]); add(f'NFR@1 at {_pct(t)}', row['NFR@1'])
-    v = curve[metric].to_numpy()
-    add(f'largest drop of {metric}', np.max(-np.diff(v)))   # < 0 where it only rises: the margin still moves
-    add(f'drop to the lowest {metric}', v[0] - v.min())
-    add(f'mean {metric}', v.mean()); add('mean NFR@1', curve['NFR@1'].mean())
-
 def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bool = True):
     """RACT's figures: one column per panel ({panel: {method: curve}}), `metric` on top (one name, or {panel: name}
     when the panels are different test sets) and NFR@1 below (`nfr`), the old system's value (`old_points[panel]`) as
@@ -176,22 +161,6 @@ def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bo
         axs[0, j].legend(fontsize=7)
     fig.suptitle(title, fontsize=10); fig.tight_layout()
     return fig
-
-def within_share(a: tuple, b: tuple, share: float) -> list:
-    r"""The margin of record `a` being within `share` of record `b`'s value, $share\cdot|b| - |a - b|$ (for $b > 0$):
-    Tables 5-8's "similar results", a band relative to the table's scale (the stand-in's mAP is 60, the paper's
-    10-15)."""
-    if not 0 < share < 1: raise ValueError(f"share={share!r}: a fraction of b, in (0, 1)")
-    return least(linear({tuple(a): -1., tuple(b): 1. + share}), linear({tuple(a): 1., tuple(b): share - 1.}))
-
-def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None = None, fractions=RACT_TABLE_FRACTIONS,
-               dataset: str|None = None) -> pd.DataFrame:
-    """Record and show a table of Tables 3-8: per row, 'old' and the metric at each of `fractions` (columns '0%',
-    '20%', ...)."""
-    for name, c in curves.items():
-        if old_value is not None: book.add(item, name, 'old', old_value, dataset=dataset)
-        for t in fractions: book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
-    return book.table(item, metrics=(['old'] if old_value is not None else []) + [_pct(t) for t in fractions])
 
 # %% ../nbs/17_ract.ipynb #afad7e54
 RACT_HOT_REFRESH_FIGURES = {('R101', 'GLDv2-test'): 'Figure 3', ('R101', 'ROxford'): 'Figure 4',

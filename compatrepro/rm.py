@@ -4,7 +4,6 @@
 
 # %% ../nbs/18_rm.ipynb #bd6a0b60
 from __future__ import annotations
-import re
 from typing import Callable, NamedTuple
 
 import numpy as np, pandas as pd, torch
@@ -13,24 +12,16 @@ from .data import get_split
 from .specs import simclr_spec, transformation_spec
 from .train import apply_transformation
 from .pipeline import get_backbone, get_transformation
-from .metrics import market_relevance, update_gain
+from .metrics import market_relevance
 from .backfill import old_classifier_order, centroid_order, random_order
-from .claims import ClaimSet, above, below, diff, least, linear, near
-from .experiments import (UpdateSetup, best_of, report_update, transform_old, update_curves, update_specs,
-                                     upgrade_check)
+from .updates import UpdateSetup, transform_old, update_curves, update_specs
 from .pipeline import eval_features
 from .metrics import query_relevance
-from .backfill import curve_auc
 
 # %% auto #0
-__all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RM_VARIANTS', 'RM_NEG_FLIPS', 'RM_CONVERGENCE_TOL',
-           'RM_TAUS', 'RM_OPEN_CLASS', 'RACT_LEARNS_WITHIN', 'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval',
-           'rm_transformation_spec', 'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'rm_report',
-           'doubling_check', 'rm_convergence', 'RMUpgrade', 'rm_upgrade', 'rm_comparison', 'rm_loss_ablation',
-           'rm_temperature_sweep', 'rm_order_ablation', 'rm_open_class', 'rm_key', 'rm_rises', 'rm_rises_claims',
-           'rm_merge_claims', 'rm_ract_learns_check', 'rm_table1_claims', 'rm_heterogeneous_claims', 'rm_loss_claims',
-           'rm_beats_everywhere', 'rm_open_class_claims', 'rm_order_claims', 'rm_upgrade_check',
-           'rm_convergence_claims']
+__all__ = ['RM_DATASETS', 'RM_UPGRADES', 'RM_FRACTIONS', 'RM_TABLE1', 'RM_VARIANTS', 'RM_CONVERGENCE_TOL', 'RM_TAUS',
+           'RM_OPEN_CLASS', 'RMData', 'rm_data', 'rm_specs', 'RMEval', 'rm_eval', 'rm_transformation_spec',
+           'rm_transform', 'rm_orders', 'rm_setups', 'rm_curves', 'doubling_check', 'RMUpgrade', 'rm_upgrade']
 
 # %% ../nbs/18_rm.ipynb #35e74248
 class RMData(NamedTuple):
@@ -158,31 +149,6 @@ def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None, steps: bool =
     return update_curves(setups, E.query_labels, RM_FRACTIONS, metrics or ('top1', data.map_metric), 'cosine',
                          E.query_is_gallery, E.gallery_labels, steps=steps, relevance=E.relevance)
 
-RM_NEG_FLIPS = 'negative flips (% of queries, most at any step)'
-
-def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: str|None = None,
-              methods=None) -> pd.DataFrame:
-    r"""Record and tabulate an RM item: $\text{AUC}_{mAP}$, $\text{AUC}_{CMC}$ (top-1; `AUC_top1`), Gain
-    $=(\text{AUC}_{mAP}-\text{old})/(\text{new}-\text{old})$ in percent when the curves hold 'old' and 'new' (Table 1),
-    each curve's values at every $t$, its largest drop between consecutive $t$ (negative where it rises at every step:
-    then minus its smallest rise; the claims read flips off the curves)
-    and the share of queries that flip at some step (shown, not claimed); draw `figure`."""
-    methods = list(methods or curves)
-    m = data.map_metric
-    report_update(book, item, curves, steps, methods, metrics=('top1', m), figure=figure, auc=True)
-    if 'old' in curves and 'new' in curves:
-        lo, hi = curve_auc(curves['old'], m), curve_auc(curves['new'], m)
-        for k in methods: book.add(item, k, 'Gain (%)', 100*update_gain(curve_auc(curves[k], m), lo, hi, strict=False))
-    for k in methods:
-        for metric in ('top1', m):
-            v = curves[k][metric]
-            # < 0: it only rises
-            book.add(item, k, f'largest drop of {metric}_t', float(np.max(-np.diff(v.to_numpy()))))
-            for t, x in v.items(): book.add(item, k, f'{metric} at t={t:.1f}', float(x))
-        if k in steps: book.add(item, k, RM_NEG_FLIPS, float(steps[k]['neg_flips'].max()))
-    cols = [f'AUC_{x}' for x in ('top1', m)] + (['Gain (%)'] if 'old' in curves and 'new' in curves else [])
-    return book.table(item, metrics=cols, methods=methods)
-
 # %% ../nbs/18_rm.ipynb #1cfdd17e
 def doubling_check(score: Callable[[int], dict], n: int, tol: float) -> pd.DataFrame:
     """The doubling test: `score(k)` trains for `k` steps (or epochs) and returns {metric: value}; one row per metric
@@ -194,24 +160,6 @@ def doubling_check(score: Callable[[int], dict], n: int, tol: float) -> pd.DataF
     return pd.DataFrame(rows).T
 
 RM_CONVERGENCE_TOL = 0.5   # AUC points: the noise rule's half point
-
-def rm_convergence(book, item: str, up, data: RMData, params: ExperimentParams,
-                   tol: float = RM_CONVERGENCE_TOL) -> pd.DataFrame:
-    """The doubling test of RM's transformation on the upgrade `up` (`rm_upgrade`): its merge's AUC$_{CMC}$ (top-1) and
-    AUC$_{mAP}$ after the recipe's epochs and after twice as many, recorded under `item` as 'RM (recipe)' and
-    'RM (twice the epochs)' (`rm_convergence_claims` checks that they differ by less than `tol`)."""
-    n = rm_transformation_spec(up.specs, 'mcl', data, params).epochs
-    m = data.map_metric
-    def score(epochs):
-        q_new, q_rev, g_new = rm_transform(up.specs, 'mcl', data, up.E, params, epochs=epochs)
-        c, _ = rm_curves({'RM': UpdateSetup(q_new, up.E.gallery['old'], g_new, up.orders['old classifier'], q_rev)},
-                         data, up.E, steps=False)
-        return {f'AUC_{x}': curve_auc(c['RM'], x) for x in ('top1', m)}
-    r = doubling_check(score, n, tol)
-    for metric, row in r.iterrows():
-        book.add(item, 'RM (recipe)', metric, float(row[f'at {n}']))
-        book.add(item, 'RM (twice the epochs)', metric, float(row[f'at {2*n}']))
-    return r
 
 # %% ../nbs/18_rm.ipynb #7317fc8e
 RM_TAUS = (1.0, 0.5, 0.2, 0.1, 0.05)
@@ -229,193 +177,4 @@ def rm_upgrade(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT')
     E = rm_eval(specs, data, params)
     return RMUpgrade(specs, E, rm_orders(specs, E, params.seed))
 
-def rm_comparison(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams, methods=RM_TABLE1,
-                  figure: str|None = None, report_methods=None) -> tuple[dict, dict]:
-    """(curves, steps) of `methods` on the upgrade `up`, backfilled in old-classifier order, recorded under `item`
-    (`report_methods`, default all)."""
-    curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], methods), data, up.E)
-    rm_report(book, item, curves, steps, data, figure=figure, methods=report_methods)
-    return curves, steps
-
-def rm_loss_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams,
-                     mcl: tuple) -> pd.DataFrame:
-    """Figure 8 on the upgrade `up`: CL-S, CL-M and MCL, whose (curve, steps) `mcl` is RM's own from the table, recorded
-    under `item` with its figure."""
-    curves, steps = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('CL-S', 'CL-M')),
-                              data, up.E)
-    curves['MCL'], steps['MCL'] = mcl
-    return rm_report(book, item, curves, steps, data, figure=item, methods=['CL-S', 'CL-M', 'MCL'])
-
-def rm_temperature_sweep(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams,
-                         taus=RM_TAUS) -> pd.DataFrame:
-    """MCL and CL-M (with $\\rho$) trained at every temperature of `taus` on the upgrade `up`, their merges' AUCs
-    recorded under `item` as 'MCL (tau=...)' and 'CL-M (tau=...)'; a table with a row per $\\tau$ and MCL's lead over
-    CL-M."""
-    rows = {}
-    for tau in taus:
-        c, _ = rm_curves(rm_setups(up.specs, data, up.E, params, up.orders['old classifier'], ('RM', 'CL-M'), tau=tau),
-                         data, up.E, steps=False)
-        for name, k in (('MCL', 'RM'), ('CL-M', 'CL-M')):
-            for x in ('top1', data.map_metric):
-                v = rows.setdefault(tau, {})[f'{name} AUC_{x}'] = curve_auc(c[k], x)
-                book.add(item, f'{name} (tau={tau:g})', f'AUC_{x}', v)
-    t = pd.DataFrame(rows).T.rename_axis('tau')
-    for x in ('top1', data.map_metric): t[f'MCL - CL-M AUC_{x}'] = t[f'MCL AUC_{x}'] - t[f'CL-M AUC_{x}']
-    return t.round(2)
-
-def rm_order_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams) -> pd.DataFrame:
-    "Figure A11 on the upgrade `up`: RM backfilled in each order of `rm_orders`, recorded under `item` with its figure."
-    setups = {name: rm_setups(up.specs, data, up.E, params, o, methods=('RM',))['RM'] for name, o in up.orders.items()}
-    curves, steps = rm_curves(setups, data, up.E)
-    return rm_report(book, item, curves, steps, data, figure=item)
-
 RM_OPEN_CLASS = ('old', 'new', 'RM naive', 'RACT', 'RM')   # Figure 9's rows
-
-def rm_open_class(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams) -> pd.DataFrame:
-    """Figure 9 (sec. 5.3, open-class) on the upgrade `up` (`rm_upgrade` with RACT its only baseline): the rows of
-    `RM_OPEN_CLASS`, recorded under `item` with its figure; their AUCs. The notebook runs RM's doubling test on the
-    same `up` (`rm_convergence`), as every RM notebook does, so that it shows how much twice the epochs move."""
-    rm_comparison(book, item, up, data, params, RM_OPEN_CLASS, figure=item)
-    return book.table(item, metrics=[f'AUC_{x}' for x in ('top1', data.map_metric)])
-
-# %% ../nbs/18_rm.ipynb #055067a6
-def rm_key(method: str) -> str:
-    """A row of RM's comparison as claim keys name it: lower case, every run of other characters one dash ('RM
-    (RQT)': 'rm-rqt')."""
-    return re.sub(r'[^a-z0-9]+', '-', method.lower()).strip('-')
-
-def rm_rises(item: str, method: str, metric: str) -> list:
-    r"""The margin of `method`'s curve of `metric` in `item` rising without a drop between consecutive t of
-    `RM_FRACTIONS`:
-    1 plus its smallest step, $1 + \min_t (v_{t+0.1} - v_t)$, read off the values recorded at every t; where it drops,
-    1 minus its largest drop."""
-    return least(*[linear({(item, method, f'{metric} at t={b:.1f}'): 1.,
-                           (item, method, f'{metric} at t={a:.1f}'): -1.}, 1.)
-                   for a, b in zip(RM_FRACTIONS, RM_FRACTIONS[1:])])
-
-def rm_rises_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str):
-    """Sec. 3.1's condition 2 on `method`'s curves in `item`, top-1 and mAP: no drop between consecutive t (eq. 8,
-    `rm_rises`); keys `{key}-{method}-rises/{metric}`."""
-    for x in ('top1', data.map_metric):
-        C.claim(f'{key}-{rm_key(method)}-rises/{x}', rm_rises(item, method, x))
-
-def rm_merge_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str = 'RM naive', end: str = 'at or above'):
-    """Claim 1 (`18_rm`) on `method`'s merge in `item`: it rises without negative flips; for the naive merge the
-    checks $\\mathcal{M}_0$ = old/old and $\\mathcal{M}_1$ = new/new, for RM eq. 6 and eq. 7 (`end='above'`:
-    strictly)."""
-    if end not in ('at or above', 'above'): raise ValueError(f"end={end!r}: use 'at or above' or 'above'")
-    rm_rises_claims(C, key, item, data, method)
-    k = rm_key(method)
-    for x in ('top1', data.map_metric):
-        m0, o0 = (item, method, f'{x} at t=0.0'), (item, 'old', f'{x} at t=0.0')
-        m1, n1 = (item, method, f'{x} at t=1.0'), (item, 'new', f'{x} at t=1.0')
-        if method == 'RM naive':
-            C.claim(f'{key}-{k}-m0-is-old/{x}', near(m0, o0, 1.))
-            C.claim(f'{key}-{k}-m1-is-new/{x}', near(m1, n1, 1.))
-            continue
-        C.claim(f'{key}-{k}-starts-at-or-above-old/{x}', linear({m0: 1., o0: -1.}, 1.))
-        if end == 'above': C.claim(f'{key}-{k}-ends-above-new/{x}', diff(m1, n1))
-        else: C.claim(f'{key}-{k}-ends-at-or-above-new/{x}', linear({m1: 1., n1: -1.}, 1.))
-
-RACT_LEARNS_WITHIN = 10.   # top-1 points RACT's model may end below the independent new model's and still count as
-                           # learned
-
-def rm_ract_learns_check(C: ClaimSet, key: str, item: str):
-    """The check that the RACT row is a baseline that learned (its model's self-test at t = 1, fully backfilled, within
-    `RACT_LEARNS_WITHIN` points of top-1 of the independent new model's; a collapsed RACT would make "RM beats RACT"
-    hold against a broken baseline), key `{key}-ract-learns`."""
-    return C.claim(f'{key}-ract-learns', linear({(item, 'RACT', 'top1 at t=1.0'): 1.,
-                                                 (item, 'new', 'top1 at t=1.0'): -1.},
-                                                RACT_LEARNS_WITHIN))
-
-def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_100: bool = False,
-                     side_info: str = 'helps', merge: bool = True, competitive_top1=('BCT', 'BiCT')):
-    """Claim 2 (`18_rm`) on Table 1 or A2 `item` (its name starts with 'Table 1' or 'Table A2'), with RM's merge
-    conditions (`merge`); `side_info`: 'helps' or 'not useful' (Market-1501); `gain_over_100` where the paper's own Gain
-    of RM exceeds 100 %; `competitive_top1`: the rows Table 1 puts below the naive merge in AUC$_{CMC}$."""
-    if side_info not in ('helps', 'not useful'):
-        raise ValueError(f"side_info={side_info!r}: use 'helps' or 'not useful'")
-    if not item.startswith(('Table 1', 'Table A2')):
-        raise ValueError(f"item={item!r}: name it 'Table 1 (...)' or 'Table A2 (...)'")
-    table1 = item.startswith('Table 1')
-    m, others = data.map_metric, [k for k in RM_TABLE1 if k not in ('old', 'new', 'RM')]
-    auc = lambda k, x: (item, k, f'AUC_{x}')
-    for x in ('top1', m):
-        C.claim(f'{key}-rm-best/AUC_{x}', best_of(item, 'RM', others, f'AUC_{x}'))
-        C.claim(f'{key}-rm-above-fct/AUC_{x}', diff(auc('RM', x), auc('FCT', x)))
-        if side_info == 'helps':
-            C.claim(f'{key}-fct-side-info-helps/AUC_{x}', diff(auc('FCT (side-info)', x), auc('FCT', x)))
-        else:
-            C.claim(f'{key}-fct-side-info-not-useful/AUC_{x}',
-                    linear({auc('FCT (side-info)', x): -1., auc('FCT', x): 1.}, 1.))
-        for k in ('BiCT', 'RACT'):
-            C.claim(f'{key}-{rm_key(k)}-ends-below-new/{x}', diff((item, 'new', f'{x} at t=1.0'),
-                                                                  (item, k, f'{x} at t=1.0')))
-        C.claim(f'{key}-bict-negative-flips/{x}', above((item, 'BiCT', f'largest drop of {x}_t'), 1.))
-        if table1:
-            for k in (('BCT', 'BiCT') if x == m else competitive_top1):
-                C.claim(f'{key}-rm-naive-competitive-over-{rm_key(k)}/AUC_{x}', diff(auc('RM naive', x), auc(k, x)))
-    rm_ract_learns_check(C, key, item)
-    C.claim(f'{key}-bct-gain-not-impressive', diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
-    if gain_over_100: C.claim(f'{key}-rm-gain-over-100', above((item, 'RM', 'Gain (%)'), 100.))
-    if merge: rm_merge_claims(C, key, item, data, 'RM')
-
-def rm_heterogeneous_claims(C: ClaimSet, key: str, item: str, data: RMData, merge: bool = True):
-    """Claim 3 (`18_rm`) on Figure 7 `item`, with the naive merge's and RM's conditions (`merge`): "our rank merge
-    results ... still manage to achieve a monotonous performance growth curve and RM improves the overall performance
-    significantly further" (sec. 5.3); RM$_{RQT}$ is "our ablative model trained with (9)"."""
-    for x in ('top1', data.map_metric):
-        for b in ('RM naive', 'RM (RQT)'):
-            C.claim(f'{key}-rm-above-{rm_key(b)}/AUC_{x}', diff((item, 'RM', f'AUC_{x}'), (item, b, f'AUC_{x}')))
-    if merge:
-        rm_merge_claims(C, key, item, data, 'RM naive'); rm_merge_claims(C, key, item, data, 'RM')
-
-def rm_loss_claims(C: ClaimSet, key: str, item: str, data: RMData):
-    """Claim 4 (`18_rm`) on Figure 8 `item`: "MCL consistently outperforms both CL-S and CL-M ... CL-M generally gives
-    better merge results than CL-S ... CL-M still suffers from negative flips ... MCL improves overall performance
-    curves consistently without negative flips" (sec. 5.3, ablation study)."""
-    for x in ('top1', data.map_metric):
-        for a, b in (('MCL', 'CL-M'), ('MCL', 'CL-S'), ('CL-M', 'CL-S')):
-            C.claim(f'{key}-{rm_key(a)}-above-{rm_key(b)}/AUC_{x}', diff((item, a, f'AUC_{x}'), (item, b, f'AUC_{x}')))
-        C.claim(f'{key}-cl-m-negative-flips/{x}', above((item, 'CL-M', f'largest drop of {x}_t'), 1.))
-    rm_rises_claims(C, key, item, data, 'MCL')
-
-def rm_beats_everywhere(item: str, a: str, b: str, metric: str) -> list:
-    """The margin of `a` above `b` on `metric` at every t of `RM_FRACTIONS` during backfilling, 0 < t < 1 (the end
-    points left out)."""
-    return least(*[diff((item, a, f'{metric} at t={t:.1f}'), (item, b, f'{metric} at t={t:.1f}'))
-                   for t in RM_FRACTIONS[1:-1]])
-
-def rm_open_class_claims(C: ClaimSet, key: str, item: str, data: RMData):
-    """Claim 5 (`18_rm`) on Figure 9 `item`, with the naive merge's and RM's conditions (RM above RACT at 0 < t < 1;
-    the end points are the conditions' and RACT's end below new): "RM consistently outperforms
-    RACT during backfilling ... [RACT] sacrifices the accuracy after the completion of backfilling ... RM is free from
-    the issue and even outperforms the original new model ... RM_naive also improves accuracy monotonically from old
-    to new models" (sec. 5.3)."""
-    for x in ('top1', data.map_metric):
-        C.claim(f'{key}-rm-above-ract-during/{x}', rm_beats_everywhere(item, 'RM', 'RACT', x))
-        C.claim(f'{key}-ract-ends-below-new/{x}', diff((item, 'new', f'{x} at t=1.0'), (item, 'RACT', f'{x} at t=1.0')))
-    rm_ract_learns_check(C, key, item)
-    rm_merge_claims(C, key, item, data, 'RM naive'); rm_merge_claims(C, key, item, data, 'RM', end='above')
-
-def rm_order_claims(C: ClaimSet, key: str, item: str, data: RMData):
-    """Claim 6 (`18_rm`) on Figure A11 `item` (`rm_order_ablation`'s records): the old-classifier and the centroid
-    orders above random, AUC$_{CMC}$ and AUC$_{mAP}$ (App. A: "compared to random selection, both strategies improves
-    the average performance during backfilling")."""
-    for o in ('old classifier', 'centroid'):
-        for x in ('top1', data.map_metric):
-            C.claim(f'{key}-{rm_key(o)}-above-random/AUC_{x}', diff((item, o, f'AUC_{x}'),
-                                                                    (item, 'random', f'AUC_{x}')))
-
-def rm_upgrade_check(C: ClaimSet, key: str, item: str) -> dict:
-    """On the item of a heterogeneous upgrade (the new model's architecture differs from the old one's, `RM_UPGRADES`),
-    the check that its new model is a real upgrade (`upgrade_check`), key `{key}-upgrade`: new/new and old/old read off
-    the constant 'new' and 'old' curves recorded under `item`."""
-    return upgrade_check(C, f'{key}-upgrade', (item, 'new', 'top1 at t=1.0'), (item, 'old', 'top1 at t=0.0'))
-
-def rm_convergence_claims(C: ClaimSet, key: str, item: str, data: RMData, tol: float = RM_CONVERGENCE_TOL):
-    """The checks of `rm_convergence`'s doubling test recorded under `item`: twice the epochs move RM's AUC$_{CMC}$ and
-    AUC$_{mAP}$ by less than `tol` (keys `{key}-converged/AUC_...`; the smallest margin that counts is 0.01)."""
-    for x in ('top1', data.map_metric):
-        a, b = (item, 'RM (recipe)', f'AUC_{x}'), (item, 'RM (twice the epochs)', f'AUC_{x}')
-        C.claim(f'{key}-converged/AUC_{x}', near(a, b, tol), min_effect=0.01)

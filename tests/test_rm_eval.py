@@ -12,7 +12,8 @@ from scipy.spatial.distance import cdist
 
 from compatrepro.backfill import backfill_curve, step_curve, random_order
 from compatrepro.runtime import ExperimentParams
-from compatrepro.experiments import UpdateSetup, update_curves, record_curves
+from compatrepro.updates import UpdateSetup, update_curves
+from compatrepro.experiments import record_curves
 from compatrepro.backfill import curve_auc
 from compatrepro.metrics import retrieval_metrics
 from compatrepro.models import count_macs, RMTransformation

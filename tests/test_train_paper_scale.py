@@ -117,7 +117,7 @@ def faces(tmp_path):
 def test_paper_scale_bct_path(faces):
     "Notebook 30's path at paper scale: BCT's CosFace old model on half of IMDB-Face, a BCT new model, IJB-C's 1:1 and 1:N tests."
     from compatrepro.runtime import ExperimentParams
-    from compatrepro.experiments import update_specs
+    from compatrepro.updates import update_specs
     from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
     specs = update_specs(P, 'imdbface-50', 'imdbface', ['new-β'], arch='resnet18')
@@ -135,7 +135,7 @@ def test_paper_scale_bct_robustness_and_chain_paths(faces):
     """Notebooks 31 and 32 at paper scale: a NormSoftmax old model, a 256-d ReLU new model whose first 128 dimensions
     meet the old classifier, and a chain phi_1 (25 %) -> phi_2 (50 %, BCT) -> phi_3 (100 %, BCT towards phi_2)."""
     from compatrepro.runtime import ExperimentParams
-    from compatrepro.experiments import update_specs, BASELINES
+    from compatrepro.updates import update_specs, BASELINES
     from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
     ns = update_specs(P, 'imdbface', 'imdbface', ['new-β'], old_kw=dict(head='norm_softmax'), arch='resnet18')
@@ -175,7 +175,7 @@ def test_paper_scale_bct_market_path(market):
     "Notebook 33 at paper scale: an old model on half of Market-1501's training identities, a BCT new model, person search."
     from compatrepro.runtime import ExperimentParams
     from compatrepro.data import get_split
-    from compatrepro.experiments import update_specs
+    from compatrepro.updates import update_specs
     from compatrepro.metrics import market_relevance, retrieval_metrics
     P = ExperimentParams(scale='paper', data_root=market.data_root, epochs=1, batch_size=4)
     specs = update_specs(P, 'market-1501-375', 'market-1501', ['new-β'], arch='resnet18', warmup_epochs=0)
