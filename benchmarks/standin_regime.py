@@ -46,6 +46,64 @@ COMPATIBLE = ('BCT', 'RACT')
 TRANSFORMATIONS = {'FCT': 'l2', 'FastFill': 'l2+disc+uncert'}
 
 
+def pair_specs(pair: str, scale: str, seed: int, models, over: dict | None = None) -> dict:
+    """{model: backbone spec at the schedule E} of `models` (old, new, the notebooks' `BASELINES`) for `pair`, as its
+    notebook builds them, with the candidate's recipe `over`; the old and new specs are always there (the others and
+    the transformations need them)."""
+    from compatrepro.specs import backbone_spec
+    from compatrepro.updates import BASELINES
+    old_split, new_split, _, kw = PAIRS[pair]
+    old = backbone_spec(old_split, scale, seed, **(kw | (over or {})))
+    new = backbone_spec(new_split, scale, seed, **(kw | (over or {})))
+    return {'old': old, 'new': new} | {m: replace(new, compat=BASELINES[m](old)) for m in models if m in BASELINES}
+
+
+def doubled(s):
+    "`s` on twice its schedule: a compatible model keeps its old model of E epochs, a transformation its backbones."
+    if hasattr(s, 'milestones'):
+        return replace(s, epochs=2*s.epochs, warmup_epochs=2*s.warmup_epochs, milestones=tuple(2*m for m in s.milestones))
+    return replace(s, epochs=2*s.epochs, warmup_epochs=2*s.warmup_epochs,
+                   freeze_bn_epoch=None if s.freeze_bn_epoch is None else 2*s.freeze_bn_epoch)
+
+
+def transformation_specs(specs: dict, seed: int, models) -> dict:
+    "{transformation: its spec at its schedule E} of `models`' transformations, on the backbones of E epochs."
+    from compatrepro.specs import transformation_spec
+    return {m: transformation_spec(specs['old'], specs['new'], TRANSFORMATIONS[m], seed=seed)
+            for m in models if m in TRANSFORMATIONS}
+
+
+# The convergence table (`benchmarks/convergence/`): each pair is one notebook's update, its models that notebook's own.
+CONVERGENCE_NOTEBOOKS = {'imagenet': '20_fastfill_imagenet', 'imdbface': '30_bct_ijbc'}
+CONVERGENCE_MODELS = {'imagenet': ['old', 'new', 'BCT', 'RACT', 'FCT', 'FastFill'],
+                      'imdbface': ['old', 'new', 'new-l2 (MSE)', 'new-LwF', 'new-β', 'new-β-kd', 'new-β-sys']}
+
+
+def unmeasured(pair: str, seed: int) -> dict:
+    """{name: (spec, why)} of the models that the pair's notebook trains at tiny scale and the convergence table does
+    not measure, each with the reason."""
+    from compatrepro.fastfill import lr_sweep, psi_grad_default, ract_sweep_lrs
+    specs = pair_specs(pair, 'tiny', seed, CONVERGENCE_MODELS[pair] + ['new-l2'])
+    if pair == 'imdbface':
+        return {'new-l2 (eq. 3)': (specs['new-l2'], "eq. 3's l2 at lambda = 1, whose training 30 records and tests "
+                                  "nothing of (it diverges on seed 0)")}
+    sweep = {f'RACT {k}': (s, "RACT at another rate of FastFill's sweep (App. A.2); the RACT row is the recipe's rate")
+             for k, s in lr_sweep(specs['RACT'], ract_sweep_lrs(specs['RACT'])).items() if s != specs['RACT']}
+    t = transformation_specs(specs, seed, ['FastFill'])['FastFill']
+    return sweep | {'FastFill (other reading)': (replace(t, psi_grad_to_h=not psi_grad_default()),
+                                                 "FastFill's transformation under eq. 5's other reading; the FastFill "
+                                                 "row is the default reading the claims read")}
+
+
+def artifact_names(specs: dict) -> dict:
+    """{model: the artifact cache's name of its spec ('backbone/<key>', 'transformation/<key>'), as a run's provenance
+    lists what it used}."""
+    from compatrepro.core import spec_key
+    from compatrepro.specs import TransformationSpec, backbone_key, transformation_key
+    return {k: (f"transformation/{spec_key('transformation', transformation_key(s))}" if isinstance(s, TransformationSpec)
+                else f"backbone/{spec_key('backbone', backbone_key(s))}") for k, s in specs.items()}
+
+
 def verdicts(d, tolerance: float = 1.0) -> list[dict]:
     "Per candidate, seed and pair: the acceptance criteria (the library's `premise_criteria`), each True/False/None, and the doubling test."
     from compatrepro.runs import premise_criteria
@@ -167,7 +225,6 @@ def main(argv=None):
     from compatrepro.updates import BASELINES
     from compatrepro.metrics import retrieval_metrics
     from compatrepro.pipeline import cached_backbone, cached_transformation, get_features
-    from compatrepro.specs import backbone_spec, transformation_spec
     from compatrepro.train import apply_transformation
     from compatrepro.models import load_transformation
     from compatrepro.runtime import current_context
@@ -199,16 +256,13 @@ def main(argv=None):
 
     for seed in a.seeds:
         for pair in a.pairs:
-            old_split, new_split, ev, kw = PAIRS[pair]
-            old = backbone_spec(old_split, scale, seed, **(kw | over)); new = backbone_spec(new_split, scale, seed, **(kw | over))
+            ev = PAIRS[pair][2]
             unknown = [m for m in a.models if m not in ('old', 'new', *BASELINES, *TRANSFORMATIONS)]
             if unknown:
                 p.error(f"--models {' '.join(unknown)}: use old, new, {', '.join(BASELINES)} or {', '.join(TRANSFORMATIONS)}")
-            specs = {'old': old, 'new': new} | {m: replace(new, compat=BASELINES[m](old)) for m in a.models if m in BASELINES}
+            specs = pair_specs(pair, scale, seed, a.models, over)
+            old, new = specs['old'], specs['new']
             specs = {k: v for k, v in specs.items() if k in a.models}
-            def doubled(s):   # twice the schedule; a compatible model keeps its old model of E epochs
-                return replace(s, epochs=2*s.epochs, warmup_epochs=2*s.warmup_epochs,
-                               milestones=tuple(2*m for m in s.milestones))
             runs = [(k, s, s.epochs) for k, s in specs.items()]
             if a.double: runs += [(k, doubled(s), 2*s.epochs) for k, s in specs.items()]
             feats = {}
@@ -237,14 +291,9 @@ def main(argv=None):
                     rows.append(dict(**meta, seed=seed, pair=pair, model=f'{q}/old', epochs=E, top1=round(m['top1'], 2),
                                      mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=0,
                                      cpu_seconds=0))
-            for name in (m for m in a.models if m in TRANSFORMATIONS):
+            for name, t in transformation_specs({'old': old, 'new': new}, seed, a.models).items():
                 # h trained on the backbones of E epochs, its own schedule doubled; new queries, h(old) gallery
-                t = transformation_spec(old, new, TRANSFORMATIONS[name], seed=seed)
-                tt = [(t, t.epochs)]
-                if a.double:
-                    tt.append((replace(t, epochs=2*t.epochs, warmup_epochs=2*t.warmup_epochs,
-                                       freeze_bn_epoch=None if t.freeze_bn_epoch is None else 2*t.freeze_bn_epoch),
-                               2*t.epochs))
+                tt = [(t, t.epochs)] + ([(doubled(t), 2*t.epochs)] if a.double else [])
                 fo, fn = get_features(old, ev, 'eval'), get_features(new, ev, 'eval')
                 labels = fn['labels']; chance = 100/len(labels.unique())
                 for spec, E in tt:

@@ -1,6 +1,8 @@
 """The recipe screens (benchmarks/standin_regime.py with its doubling test, benchmarks/rm_epochs_ladder.py) still run on
 the library as it is, at smoke scale on a scratch cache; the committed CSVs they made at tiny scale are whole and agree
-with themselves (each doubling's difference, verdict and rung), and the docs' tables are what they give."""
+with themselves (each doubling's difference, verdict and rung), the convergence table measures the notebooks' own
+models and every model they train is in it or named with the reason it is not, and the docs' tables are what they
+give."""
 
 import os, subprocess, sys
 from pathlib import Path
@@ -57,10 +59,11 @@ def ladder_rows_ok(d: pd.DataFrame, tol: float):
 
 
 def test_standin_regime_screen_runs(tmp_path):
-    args = ['--smoke', '--pairs', 'imagenet', '--models', 'old', 'new', 'BCT', '--double', '--nesterov',
+    args = ['--smoke', '--pairs', 'imagenet', '--models', 'old', 'new', 'BCT', 'FCT', '--double', '--nesterov',
             '--label-smoothing', '0.2', '--epochs', '1', '--warmup-epochs', '0']
     d = screen_rows_ok(run_script('standin_regime', tmp_path, *args))
     assert d.recipe.str.contains('"nesterov": true').all() and d.recipe.str.contains('"label_smoothing": 0.2').all()
+    convergence_rows_ok(d)
 
 
 def test_rm_epochs_ladder_runs(tmp_path):
@@ -70,6 +73,19 @@ def test_rm_epochs_ladder_runs(tmp_path):
                                '--epochs', '1', '2'))
     assert len(d) == 4 and set(d.epochs) == {1, 2} and set(d.metric) == {'AUC_top1', 'AUC_mAP'}
     ladder_rows_ok(d, RM_CONVERGENCE_TOL)
+
+
+def convergence_rows_ok(d: pd.DataFrame):
+    """Every model trained at E is trained at 2E too (a transformation on its own schedule), and each compatible model is
+    tested against the old model of E epochs at both."""
+    for (seed, pair, model), g in d.groupby(['seed', 'pair', 'model']):
+        q, gal = model.split('/')
+        if q == gal or gal.endswith('(old)'):   # a self-test, or new queries against a transformed old gallery
+            E = g.epochs.min()
+            assert set(g.epochs) == {E, 2*E}, f"seed {seed} {pair}: {model} at {sorted(set(g.epochs))}"
+            if q == gal and q not in ('old', 'new'):
+                cross = d[(d.seed == seed) & (d.pair == pair) & (d.model == f'{q}/old')]
+                assert set(cross.epochs) == {E, 2*E}, f"seed {seed} {pair}: {q}/old at {sorted(set(cross.epochs))}"
 
 
 @pytest.mark.parametrize('path', SCREENS, ids=[p.stem for p in SCREENS])
