@@ -93,7 +93,8 @@ def entropy_order(logits) -> np.ndarray:
 def old_classifier_order(logits, labels=None) -> np.ndarray:
     "RM App. A: ascending old-classifier score (top-class softmax probability, or the `labels` class's)."
     p = _probs(logits)
-    if labels is None: s = p.max(1).values
+    if labels is None:
+        s = p.max(1).values
     else:
         y = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=p.device)
         if len(y) != len(p): raise ValueError(f"labels has {len(y)} entries for {len(p)} gallery items")
@@ -203,7 +204,8 @@ def backfill_curve(query, gallery_old, gallery_new, query_labels, gallery_labels
             ref[k] = r
     vals, valid = _curve_blocks(q, qo, go, gn, rel, distance, parsed, segment, F, block_size)
     for name, kind, k in parsed:                                 # flips default to the 0 % point of this curve
-        if kind in ('pos_flips', 'neg_flips') and k not in ref: ref[k] = vals[name][2][:, 0] > 0.5
+        if kind in ('pos_flips', 'neg_flips') and k not in ref:
+            ref[k] = vals[name][2][:, 0] > 0.5
     agg = _aggregate(vals, valid, ref)
     rows = np.searchsorted(steps, counts)
     df = pd.DataFrame({name: agg[name][rows] for name, _, _ in parsed}, index=pd.Index(req, name='fraction'))
@@ -226,7 +228,8 @@ def _curve_blocks(q, qo, go, gn, rel, distance, parsed, segment, F, block_size):
         S, C, npos = block_counts(d_old, pos, ign, d_new, segment, F)
         del d_old, d_new, pos, ign
         valid[s:e] = npos > 0
-        for name, (kind, k, v) in vals.items(): v[s:e] = per_query_values(S, C, npos, kind, k)
+        for name, (kind, k, v) in vals.items():
+            v[s:e] = per_query_values(S, C, npos, kind, k)
     return vals, valid
 
 # %% ../nbs/11_backfill.ipynb #5a7ac73a
@@ -382,8 +385,10 @@ def plot_backfill_curves(curves: dict, metric: str = 'top1', title: str = '', ar
     for name, df in curves.items():
         x, y = _xy(df, metric)
         lab = name
-        if area == 'm_tilde': lab = f"{name} ({m_tilde(y):.2f})"
-        elif area == 'auc': lab = f"{name} ({auc(y, x / 100):.2f})"
+        if area == 'm_tilde':
+            lab = f"{name} ({m_tilde(y):.2f})"
+        elif area == 'auc':
+            lab = f"{name} ({auc(y, x / 100):.2f})"
         line, = ax.plot(x, y, label=lab, lw=1.6)
         ends = np.isin(x, [0., 100.])
         ax.plot(x[ends], y[ends], 'o', color=line.get_color(), ms=5)

@@ -20,11 +20,13 @@ def record_compatibility(book, item: str, tests: dict, pairs: dict, metrics: lis
     left out where the paragon does not beat the reference: see `compatibility`)."""
     paragons = paragons or {}
     for name, t in tests.items():
-        for m in metrics: book.add(item, name, m, t[m])
+        for m in metrics:
+            book.add(item, name, m, t[m])
     for name, ref in pairs.items():
         for m in metrics:
             top = tests[paragons[name]][m] if name in paragons else None
-            for k, v in compatibility(tests[name][m], tests[ref][m], top).items(): book.add(item, name, f'{k} ({m})', v)
+            for k, v in compatibility(tests[name][m], tests[ref][m], top).items():
+                book.add(item, name, f'{k} ({m})', v)
 
 def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
     r"""BCT eq. 9's update gain (percent) of each pair of `pairs` ({pair: (reference pair, paragon pair)}), per metric:
@@ -34,8 +36,10 @@ def update_gains(book, item: str, pairs: dict, metrics: list) -> pd.DataFrame:
     paper's own printed accuracies (`paper, eq. 9`), which shows how the printed gain was computed (to its rounding)."""
     S = book.summary().query("item == @item and scale == @book.params.scale").set_index(['method', 'metric'])
     def ours(name, ref, top, m):
-        try: v = [S.loc[(k, m), 'mean'] for k in (name, ref, top)]
-        except KeyError: return np.nan
+        try:
+            v = [S.loc[(k, m), 'mean'] for k in (name, ref, top)]
+        except KeyError:
+            return np.nan
         if any(pd.isna(x) for x in v) or not v[0] > v[1]: return np.nan
         return compatibility(*v).get('update gain', np.nan)
     def printed(name, m):

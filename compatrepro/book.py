@@ -25,7 +25,8 @@ def cpu_model() -> str:
     try:
         for line in Path('/proc/cpuinfo').read_text().splitlines():
             if line.startswith('model name'): return line.split(':', 1)[1].strip()
-    except OSError: pass
+    except OSError:
+        pass
     return platform.processor() or platform.machine()
 
 def machine_info(ctx=None) -> dict:
@@ -47,12 +48,16 @@ def save_open_books(*_):
     """Write every record book with numbers not yet on disk: after each notebook cell (an IPython `post_run_cell` hook)
     and when the process exits. A book whose results folder is gone (a test's temporary folder) is dropped unwritten."""
     for b in list(_UNSAVED_BOOKS):
-        if b.dir.exists(): b.save()
-        else: _UNSAVED_BOOKS.discard(b)
+        if b.dir.exists():
+            b.save()
+        else:
+            _UNSAVED_BOOKS.discard(b)
 
 def _save_books_after_cells():
-    try: from IPython import get_ipython
-    except ImportError: return
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
     ip = get_ipython()
     if ip is not None and save_open_books not in ip.events.callbacks['post_run_cell']:
         ip.events.register('post_run_cell', save_open_books)
@@ -88,7 +93,8 @@ class RecordBook:
                     **machine_info(ctx))
 
     @property
-    def records(self) -> list[dict]: return list(self._records.values())
+    def records(self) -> list[dict]:
+        return list(self._records.values())
 
     def save(self):
         """Write the records and the provenance now (`add` writes at most every `SAVE_EVERY_S`, and every cell's end
@@ -109,13 +115,16 @@ class RecordBook:
         self._records[k] = r                   # a replaced record moves to the end, as a new one goes
         _UNSAVED_BOOKS.add(self)
         # rewriting the file at every add is quadratic
-        if time.monotonic() - self._saved_at >= SAVE_EVERY_S: self.save()
+        if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
+            self.save()
         return r
 
     @staticmethod
     def _paper_of_records(f: Path) -> str|None:
-        try: return paper_of_notebook(f.name.split('.seed')[0] + '.ipynb')
-        except ValueError: return None
+        try:
+            return paper_of_notebook(f.name.split('.seed')[0] + '.ipynb')
+        except ValueError:
+            return None
 
     def read_others(self, paper: str|None = None) -> pd.DataFrame:
         """The records of every other notebook of this scale (all seeds, with a `notebook` column), or of `paper`'s
@@ -131,7 +140,8 @@ class RecordBook:
         "Save `fig` as `figures/<notebook>_<item>.seed<k>.png` (atomically) and name it in the run's provenance."
         name = f"{self.notebook}_{re.sub(r'[^a-z0-9]+', '_', item.lower()).strip('_')}.seed{self.params.seed}.png"
         p = self.dir/'figures'/name
-        with atomic_path(p) as tmp: fig.savefig(tmp, format='png', dpi=110, bbox_inches='tight')
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, format='png', dpi=110, bbox_inches='tight')
         self.figures[item] = name; self.save()
         return p
 

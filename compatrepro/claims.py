@@ -24,10 +24,14 @@ def linear(coefs: dict, const: float = 0.) -> list:
     r"A margin $\sum_r c_r\,v_r + b$ over records `r = (item, method, metric)`."
     return [{'refs': [[*map(str, r), float(c)] for r, c in coefs.items()], 'const': float(const)}]
 
-def diff(a: tuple, b: tuple) -> list: return linear({tuple(a): 1., tuple(b): -1.})
-def above(a: tuple, x: float) -> list: return linear({tuple(a): 1.}, -x)
-def below(a: tuple, x: float) -> list: return linear({tuple(a): -1.}, x)
-def least(*margins) -> list: return [t for m in margins for t in m]
+def diff(a: tuple, b: tuple) -> list:
+    return linear({tuple(a): 1., tuple(b): -1.})
+def above(a: tuple, x: float) -> list:
+    return linear({tuple(a): 1.}, -x)
+def below(a: tuple, x: float) -> list:
+    return linear({tuple(a): -1.}, x)
+def least(*margins) -> list:
+    return [t for m in margins for t in m]
 def near(a: tuple, b: tuple, tol: float) -> list:
     "The margin of `a` and `b` being equal up to `tol`: $tol - |a - b|$."
     return least(linear({tuple(a): 1., tuple(b): -1.}, tol), linear({tuple(a): -1., tuple(b): 1.}, tol))
@@ -65,7 +69,8 @@ class ClaimSet:
     """The claims of one paper, each a margin over the records of the notebook named by `of`, under a key that
     `docs/claims.csv` words, kinds and gives an expected verdict. A claims notebook (x9) declares them and judges them
     on the records alone: a claim added or corrected re-runs that notebook, never a model."""
-    def __init__(self): self.claims, self.notebook = [], None
+    def __init__(self):
+        self.claims, self.notebook = [], None
 
     def of(self, notebook: str) -> 'ClaimSet':
         "Declare the next claims on the records of `notebook` (an experiment notebook's stem)."
@@ -121,7 +126,8 @@ def _claim_values(claim: dict, records: pd.DataFrame, skip_incomplete: bool = Fa
     `records`, made here if not given); with `skip_incomplete` only the seeds with every record it names."""
     index = record_index(records) if index is None else index
     seeds, v = index.get(claim['notebook'] if 'notebook' in records else None, ([], {}))
-    if skip_incomplete: seeds = [s for s in seeds if all((s, *ref) in v for ref in claim_refs(claim))]
+    if skip_incomplete:
+        seeds = [s for s in seeds if all((s, *ref) in v for ref in claim_refs(claim))]
     return seeds, v
 
 def _record_value(claim, v, seed, ref) -> float:
@@ -159,8 +165,10 @@ def claim_verdict(margins: dict, min_effect: float) -> tuple[str, float, float]:
 def _notebook_problem(where: str, notebook: str) -> list[str]:
     if not notebook.strip() or Path(notebook).suffix:
         return [f"{where}: notebook must be an experiment notebook's stem, e.g. 20_fastfill_imagenet"]
-    try: paper_of_notebook(notebook + '.ipynb')
-    except ValueError as e: return [f"{where}: {e}"]
+    try:
+        paper_of_notebook(notebook + '.ipynb')
+    except ValueError as e:
+        return [f"{where}: {e}"]
     return []
 
 def declared_claims(path: str|Path|None = None) -> pd.DataFrame:
@@ -180,8 +188,10 @@ def declared_claims(path: str|Path|None = None) -> pd.DataFrame:
             problems.append(f"{where}: the key must be short, without spaces, commas or quotes")
         if not r.claim.strip():
             problems.append(f"{where}: the claim is empty; write the paper's words and where they are")
-        if r.kind not in CLAIM_KINDS: problems.append(f"{where}: kind={r.kind!r}; write one of {CLAIM_KINDS}")
-        if r.expect not in VERDICTS: problems.append(f"{where}: expect={r.expect!r}; write one of {VERDICTS}")
+        if r.kind not in CLAIM_KINDS:
+            problems.append(f"{where}: kind={r.kind!r}; write one of {CLAIM_KINDS}")
+        if r.expect not in VERDICTS:
+            problems.append(f"{where}: expect={r.expect!r}; write one of {VERDICTS}")
         elif r.expect != 'holds' and not r.reason.strip():
             problems.append(f"{where}: expect={r.expect!r} without a reason; say why the stand-in cannot show the "
                             "paper's claim, without its results")
@@ -207,7 +217,8 @@ def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
     for i, r in enumerate(df.itertuples(), start=2):
         where = f"{path.name} line {i} ({r.notebook}, {r.key!r})"
         problems += _notebook_problem(where, r.notebook)
-        if not r.key.strip(): problems.append(f"{where}: the key is empty; copy the claim's key from docs/claims.csv")
+        if not r.key.strip():
+            problems.append(f"{where}: the key is empty; copy the claim's key from docs/claims.csv")
         if r.verdict not in VERDICTS:
             problems.append(f"{where}: verdict={r.verdict!r}; write the verdict it explains, one of {VERDICTS}")
         if not r.reason.strip():
@@ -222,7 +233,8 @@ CLAIMS_TABLE_COLUMNS = ['key', 'notebook', 'claim', 'kind', 'seeds', 'margin', '
                         'expect', 'agrees', 'constant', 'reason', 'declared', 'differs_as', 'why_differs', 'explained',
                         'lacks']
 
-def _papers(notebooks) -> set: return {paper_of_notebook(nb + '.ipynb') for nb in notebooks}
+def _papers(notebooks) -> set:
+    return {paper_of_notebook(nb + '.ipynb') for nb in notebooks}
 
 def claims_table(claims: list[dict], records: pd.DataFrame, declared: pd.DataFrame|str|Path|None = None,
                  strict: bool = True, differing: pd.DataFrame|str|Path|None = None) -> pd.DataFrame:

@@ -8,7 +8,8 @@ import argparse, contextlib, os, sys, textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING: import pandas as pd    # for the annotations: the functions that run import pandas when they do
+if TYPE_CHECKING:
+    import pandas as pd   # for the annotations: the functions that run import pandas when they do
 
 # %% auto #0
 __all__ = ['STATUS_WIDTH', 'SUMMARY_STATES', 'README_START', 'README_END', 'format_status', 'format_summary', 'status_markdown',
@@ -25,8 +26,10 @@ from .upgrade_inputs import UPGRADE_ARRAYS, UPGRADE_PREFIXES, UPGRADE_TRANSFORMS
 def _batch(v: str) -> int|None:
     "A rehearsal's --batch-size: a positive integer, or 'recipe' (None: each recipe's own)."
     if v == 'recipe': return None
-    try: b = int(v)
-    except ValueError: b = 0
+    try:
+        b = int(v)
+    except ValueError:
+        b = 0
     if b < 1:
         raise argparse.ArgumentTypeError(f"{v!r}: give a positive integer, or 'recipe' for each recipe's own batch")
     return b
@@ -37,8 +40,10 @@ def _given(a: argparse.Namespace, names: str) -> dict:
 
 def _parse_value(v: str):
     for f in (int, float):
-        try: return f(v)
-        except ValueError: pass
+        try:
+            return f(v)
+        except ValueError:
+            pass
     return {'None': None, 'True': True, 'False': False}.get(v, v)
 
 # %% ../nbs/98_cli.ipynb #7c1e4b92
@@ -120,7 +125,8 @@ def _ledger_lines(ledger: dict) -> list[str]:
     how many seeds of each notebook."""
     if not ledger: return ['Re-runs pending: none (the re-run ledger lists no run).']
     by = {}     # (reason, commit) -> notebook -> seeds
-    for (nb, s), why in sorted(ledger.items()): by.setdefault(why, {}).setdefault(nb, []).append(s)
+    for (nb, s), why in sorted(ledger.items()):
+        by.setdefault(why, {}).setdefault(nb, []).append(s)
     out = [f'Re-runs pending: {len(ledger)} run(s) of {len({nb for nb, _ in ledger})} notebook(s); their items are '
            'stale until they land (compatrepro pending lists them):']
     for (reason, commit), nbs in by.items():
@@ -160,7 +166,9 @@ def _print_status(a: argparse.Namespace) -> None:
     res = Path(a.results)/a.scale
     t, claims = status_table(a.scale, a.results, a.nbs), item_claims(res, _claims_file(a.nbs))
     ledger = pending_runs(res); waiting = {nb for nb, _ in ledger}
-    if paper: print(format_status(t[t.paper == paper], a.scale, claims, waiting)); return
+    if paper:
+        print(format_status(t[t.paper == paper], a.scale, claims, waiting))
+        return
     print(format_status(t, a.scale, claims, waiting) if a.claims else format_summary(t, a.scale, claims, ledger))
     if a.scale == 'tiny':
         print('\n' + '\n'.join(_wrap(premise_text(a.results, a.scale)) + _wrap(run_hours_text(a.results, a.scale))))
@@ -207,7 +215,8 @@ def write_readme_status(readme: str|Path = 'README.md', results: str|Path = 'res
         raise ValueError(f"{readme} has no {README_START} ... {README_END} block")
     head, rest = text.split(README_START, 1); _, tail = rest.split(README_END, 1)
     new = f'{head}{README_START}\n{status_markdown(results, nbs)}\n{README_END}{tail}'
-    if new != text: readme.write_text(new, encoding='utf-8')
+    if new != text:
+        readme.write_text(new, encoding='utf-8')
     return new != text
 
 # %% ../nbs/98_cli.ipynb #9b3d6e58
@@ -228,11 +237,15 @@ def _upgrade_description() -> str:
 def _no_bars_unless(show: bool):
     "No tqdm bar while the block runs unless `show` (`COMPATREPRO_PROGRESS=0`: `00_core`'s `progress`)."
     before = os.environ.get('COMPATREPRO_PROGRESS')
-    if not show: os.environ['COMPATREPRO_PROGRESS'] = '0'
-    try: yield
+    if not show:
+        os.environ['COMPATREPRO_PROGRESS'] = '0'
+    try:
+        yield
     finally:
-        if before is None: os.environ.pop('COMPATREPRO_PROGRESS', None)
-        else: os.environ['COMPATREPRO_PROGRESS'] = before
+        if before is None:
+            os.environ.pop('COMPATREPRO_PROGRESS', None)
+        else:
+            os.environ['COMPATREPRO_PROGRESS'] = before
 
 # %% ../nbs/98_cli.ipynb #a81f5c3e
 def _add_reproduce(sub) -> None:
@@ -365,11 +378,13 @@ def _reproduce(a: argparse.Namespace) -> int:
     """`compatrepro reproduce`: run the notebooks, after checking at paper scale that their data is there (else 2);
     1 if a run failed, with why."""
     from compatrepro.runs import reproduce
-    if a.cache: os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache).resolve())   # the notebooks' kernels inherit it
+    if a.cache:
+        os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache).resolve())   # the notebooks' kernels inherit it
     if a.scale == 'paper' and a.data_root and _paper_data_missing(a): return 2
     st = reproduce(**_given(a, 'scale data_root only device out nbs force jobs threads compare_with pending plan'),
                    seeds=a.seeds, extra={k: _parse_value(v) for k, v in a.p})
-    if any(st.values()): _print_failures(a, st)
+    if any(st.values()):
+        _print_failures(a, st)
     return 1 if any(st.values()) else 0
 
 def _paper_data_missing(a: argparse.Namespace) -> bool:
@@ -379,7 +394,8 @@ def _paper_data_missing(a: argparse.Namespace) -> bool:
     from compatrepro.rehearsal import missing_datasets, missing_message
     nbs = experiment_notebooks(find_nbs_dir(a.nbs), a.only)
     if not (lacking := missing_datasets(nbs, a.data_root)): return False
-    for line in missing_message(lacking): print(f'compatrepro: {line}', file=sys.stderr)
+    for line in missing_message(lacking):
+        print(f'compatrepro: {line}', file=sys.stderr)
     have = [nb.stem for nb in nbs if not missing_datasets([nb], a.data_root)]
     if have:
         print(f"compatrepro: the data of {len(have)} of the {len(nbs)} notebook(s) is there: "
@@ -402,7 +418,8 @@ def _pending(a: argparse.Namespace) -> int:
     if a.declare is not None:
         added = declare_pending(res, find_nbs_dir(a.nbs), a.declare, a.commit, a.min_seeds, a.only)
         print(f'{len(added)} notebook(s) added to or extended in {pending_path(res)}' + (':' if len(added) else '.'))
-        for r in added.itertuples(): print(f"  {r.notebook} seeds {' '.join(map(str, r.seeds))}")
+        for r in added.itertuples():
+            print(f"  {r.notebook} seeds {' '.join(map(str, r.seeds))}")
     lines = pending_text(res)
     print(f'The re-run ledger {pending_path(res)} '
           + ('lists:\n' + '\n'.join(f'  {p}' for p in lines) if lines else 'lists nothing.'))
@@ -414,7 +431,8 @@ def _status(a: argparse.Namespace) -> int:
     if a.markdown or a.write_readme:
         if a.write_readme:
             print('updated' if write_readme_status(a.write_readme, a.results, a.nbs) else 'unchanged', a.write_readme)
-        else: print(status_markdown(a.results, a.nbs))
+        else:
+            print(status_markdown(a.results, a.nbs))
         return 0
     _print_status(a)
     return _check_status(a) if a.check else 0
@@ -429,7 +447,8 @@ def _check_status(a: argparse.Namespace) -> int:
         print(f'\n{n} run(s) are listed in the re-run ledger {pending_path(res)}: accepted as stale until they are '
               're-run')
     print(f'\n{len(problems)} problem(s) with the {a.scale} results' + (':' if problems else '.'))
-    for p in problems: print(f'  - {p}')
+    for p in problems:
+        print(f'  - {p}')
     return 1 if problems else 0
 
 def _rehearse(a: argparse.Namespace) -> int:
@@ -438,12 +457,14 @@ def _rehearse(a: argparse.Namespace) -> int:
     from compatrepro.rehearsal import rehearse
     kw = _given(a, 'out data device only seed epochs jobs threads images_per_class timeout nbs train_images_per_class '
                    'image_size width')
-    if hasattr(a, 'batch_size'): kw['batch_size'] = a.batch_size     # given ('recipe' is None)
+    if hasattr(a, 'batch_size'):
+        kw['batch_size'] = a.batch_size   # given ('recipe' is None)
     t = rehearse(**kw)
     with pd.option_context('display.width', 200, 'display.max_colwidth', 120, 'display.max_rows', 200):
         print(f"\nRehearsal at paper scale (its numbers mean nothing):\n"
               f"{t.drop(columns='cause').to_string(index=False)}")
-    for r in t[~t.ok].itertuples(): print(f'  {r.notebook} failed: {r.cause}')
+    for r in t[~t.ok].itertuples():
+        print(f'  {r.notebook} failed: {r.cause}')
     print(f"{int(t.ok.sum())} of {len(t)} notebook(s) ran end to end in {t.seconds.sum()/60:.1f} notebook-minutes")
     return 0 if t.ok.all() else 1
 
@@ -459,8 +480,10 @@ def _upgrade(a: argparse.Namespace) -> int:
     if a.features is None:
         raise ValueError("give the .npz file of your upgrade's features (compatrepro upgrade --help lists its arrays), "
                          "or --write-example NPZ to see one")
-    try: get_device(a.device)
-    except RuntimeError as e: raise ValueError(str(e)) from None    # a GPU asked for where there is none: bad input
+    try:
+        get_device(a.device)
+    except RuntimeError as e:
+        raise ValueError(str(e)) from None   # a GPU asked for where there is none: bad input
     if a.transform_epochs is not None and a.transform_epochs < 1:
         raise ValueError(f"--transform-epochs must be >= 1, got {a.transform_epochs}")
     bars = sys.stderr.isatty() and os.environ.get('COMPATREPRO_PROGRESS', '1') != '0'   # piped: bars fill it
@@ -486,7 +509,8 @@ def _print_upgrade(r, distance: str) -> None:
         if r.curves:
             print("\nThe backfilling curves, percent (AUC: RM's area, the mean: FastFill's eq. 6):\n"
                   f"{r.summary.round(2).to_string()}")
-        else: print(f'\nNo backfilling curves: {r.note}')
+        else:
+            print(f'\nNo backfilling curves: {r.note}')
         for m, art in r.transformations.items():
             h = art['history']
             print(f"\n{m}: {art['spec']['objective']} for {len(h)} epochs in {art['train_seconds']:.0f} s, loss "
@@ -505,8 +529,10 @@ def main(argv: list[str]|None = None) -> int:
     "Entry point of the `compatrepro` console script."
     ap = argparse.ArgumentParser(prog='compatrepro', description='Reproduce BCT, RACT, FastFill/FCT and RM.')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    for add in (_add_reproduce, _add_pending, _add_status, _add_rehearse, _add_upgrade): add(sub)
+    for add in (_add_reproduce, _add_pending, _add_status, _add_rehearse, _add_upgrade):
+        add(sub)
     a = ap.parse_args(argv)
-    try: return a.func(a)
+    try:
+        return a.func(a)
     except (ValueError, FileNotFoundError) as e:
         print(f'compatrepro: {e}', file=sys.stderr); return 2

@@ -31,7 +31,8 @@ def check_scale(scale: str) -> str:
 def parse_lrs(lrs) -> tuple:
     "Learning rates from a list or a comma-separated string ('1e-4,1e-3', as papermill's `-p` gives them), each > 0."
     items = [x for x in lrs.replace(' ', '').split(',') if x] if isinstance(lrs, str) else list(lrs)
-    try: out = tuple(float(x) for x in items)
+    try:
+        out = tuple(float(x) for x in items)
     except (TypeError, ValueError):
         raise ValueError(f"learning rates must be numbers such as '1e-4,1e-3', got {lrs!r}") from None
     if not out or not all(x > 0 for x in out): raise ValueError(f"learning rates must be positive numbers, got {lrs!r}")
@@ -56,12 +57,14 @@ def atomic_path(path: str|Path):
         yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp): os.remove(tmp)
+        if os.path.exists(tmp):
+            os.remove(tmp)
         raise
 
 def atomic_write_text(path: str|Path, text: str):
     "Write `text` to `path` atomically."
-    with atomic_path(path) as tmp: Path(tmp).write_text(text)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text)
 
 # %% ../nbs/00_core.ipynb #19f325ee
 logger = logging.getLogger('compatrepro')
@@ -78,7 +81,8 @@ def add_progress_hook(hook: Callable) -> Callable:
     """Have `hook(stages, now, started, ended)` called when a `stage` or a `progress` bar starts or ends and, at most
     twice a second, as a bar moves: `stages` the open ones, outermost first (`desc`, `n` and `total` of a bar, `t0`,
     `elapsed`), `started` whether a stage just began, `ended` the stage that just ended. Returns `hook`."""
-    if hook not in PROGRESS_HOOKS: PROGRESS_HOOKS.append(hook)
+    if hook not in PROGRESS_HOOKS:
+        PROGRESS_HOOKS.append(hook)
     return hook
 
 def _tell(force: bool = False, started: bool = False, ended: dict|None = None):
@@ -90,51 +94,63 @@ def _tell(force: bool = False, started: bool = False, ended: dict|None = None):
         stages = [dict(desc=s['desc'], n=s['n'], total=s['total'], t0=s['t0'], elapsed=round(now - s['t0'], 1))
                   for s in _STAGES]
     for hook in list(PROGRESS_HOOKS):
-        try: hook(stages, now, started, ended)
-        except Exception as e: logger.debug(f'progress hook {hook!r} failed: {e!r}')
+        try:
+            hook(stages, now, started, ended)
+        except Exception as e:
+            logger.debug(f'progress hook {hook!r} failed: {e!r}')
 
 def _push(desc: str, total: int|None) -> dict:
     s = dict(desc=str(desc), n=0, total=total, t0=time.time())
-    with _STATUS_LOCK: _STAGES.append(s)
+    with _STATUS_LOCK:
+        _STAGES.append(s)
     _tell(force=True, started=total is None)
     return s
 
 def _pop(s: dict):
     with _STATUS_LOCK:
-        if s in _STAGES: _STAGES.remove(s)
+        if s in _STAGES:
+            _STAGES.remove(s)
     _tell(force=True, ended=s if s['total'] is None else None)
 
 def current_stages() -> list[str]:
     "What runs now, outermost first (the descriptions of the open stages and bars)."
-    with _STATUS_LOCK: return [s['desc'] for s in _STAGES]
+    with _STATUS_LOCK:
+        return [s['desc'] for s in _STAGES]
 
 @contextmanager
 def stage(desc: str):
     "Announce a step of work: logged, and told to the progress hooks while it runs."
     logger.info(desc)
     s = _push(desc, None)
-    try: yield s
-    finally: _pop(s)
+    try:
+        yield s
+    finally:
+        _pop(s)
 
 class _Reported:
     "A tqdm bar that also tells the progress hooks its position."
-    def __init__(self, bar, desc, total): self.bar, self.desc, self.total = bar, desc, total
+    def __init__(self, bar, desc, total):
+        self.bar, self.desc, self.total = bar, desc, total
     def __iter__(self):
         s = _push(self.desc, self.total)
         try:
             for i, x in enumerate(self.bar):
                 s['n'] = i; _tell()
                 yield x
-        finally: _pop(s)
-    def __len__(self): return len(self.bar)
-    def __getattr__(self, k): return getattr(self.bar, k)
+        finally:
+            _pop(s)
+    def __len__(self):
+        return len(self.bar)
+    def __getattr__(self, k):
+        return getattr(self.bar, k)
 
 def progress(it: Iterable|None = None, desc: str = '', total: int|None = None, show: bool|None = None, **kw):
     """A `tqdm.auto` bar over `it`: shown unless `show=False` or `COMPATREPRO_PROGRESS=0`, and told to the progress
     hooks either way."""
     from tqdm.auto import tqdm
     disable = (os.environ.get('COMPATREPRO_PROGRESS', '1') == '0') if show is None else not show
-    if total is None and hasattr(it, '__len__'): total = len(it)
+    if total is None and hasattr(it, '__len__'):
+        total = len(it)
     bar = tqdm(it, desc=desc, total=total, disable=disable, leave=False, **kw)
     return _Reported(bar, desc, total) if (PROGRESS_HOOKS and it is not None) else bar
 

@@ -52,9 +52,11 @@ class SplitSpec:
     source: str            # papers and sections
     parts: dict            # part -> selector(df, ctx) -> row indices (np.ndarray)
 
-def _rows(mask) -> np.ndarray: return np.flatnonzero(np.asarray(mask))
+def _rows(mask) -> np.ndarray:
+    return np.flatnonzero(np.asarray(mask))
 
-def _train_ids(df): return np.unique(df.label[df.split == 'train'])
+def _train_ids(df):
+    return np.unique(df.label[df.split == 'train'])
 
 def _first_classes(k, n):
     "Training images of the first `k` of `n` training classes (by global id)."
@@ -67,7 +69,8 @@ def _split_rows(split, classes_of=None):
     "All rows of one `split` of the table (optionally only the classes chosen by `classes_of(df, ctx)`)."
     def sel(df, ctx):
         m = df.split == split
-        if classes_of is not None: m &= df.label.isin(classes_of(df, ctx))
+        if classes_of is not None:
+            m &= df.label.isin(classes_of(df, ctx))
         return _rows(m)
     return sel
 
@@ -127,7 +130,8 @@ def _gender_train(biased: bool):
                      else max(1, round(gcfg.biased_majority*len(maj))))
             n_min = max(1, round(n_maj/gcfg.biased_imbalance))
             keep = np.concatenate([maj[:n_maj], mino[:n_min]])
-        else: keep = np.concatenate(tr)
+        else:
+            keep = np.concatenate(tr)
         return _rows((df.split == 'train') & df.label.isin(keep))
     return sel
 
@@ -149,7 +153,8 @@ def _ext(family, paper_name, k, n, source, eval_note='the full validation set, q
 def _build_registry() -> dict[str, SplitSpec]:
     R = {}
     def add(s: SplitSpec, *aliases):
-        for n in (s.name,) + aliases: R[n] = s
+        for n in (s.name,) + aliases:
+            R[n] = s
     fi, rm = 'FastFill App. A.1 / 5.1', 'RM sec. 4.1 and App. A'
     add(_ext('imagenet', 'ImageNet-1k', 1000, 1000, f'{fi}; {rm}'), 'imagenet-1000')
     add(_ext('imagenet', 'ImageNet-500', 500, 1000, f'{fi}; {rm}'))
@@ -245,7 +250,8 @@ STANDIN_ONLY_FAMILIES = ('pretrain',)   # no paper-scale layout: at paper scale 
 # and at paper scale GLDv2-test holds the Private queries only. 3 (gldv2 4): every family its own classes
 # (GLYPH_VERSION 2): IJB-C's 240 subjects, GLDv2-test, ROxford and RParis on evaluation-only classes
 SPLIT_FAMILY_VERSIONS = dict(imdbface=3, ijbc=3, market1501=3, roxford5k=3, rparis6k=3, gldv2=4)
-for _f, _v in SPLIT_FAMILY_VERSIONS.items(): register_version(f'splits:{_f}', _v)
+for _f, _v in SPLIT_FAMILY_VERSIONS.items():
+    register_version(f'splits:{_f}', _v)
 
 def split_versions(name: str) -> dict:
     """{'splits:<family>': version} of the split `name` when its family has its own version
@@ -320,7 +326,8 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
     tr = pd.DataFrame(dict(label=tl, split='train', src=np.arange(len(tl))))
     ev = pd.DataFrame(dict(label=el, split='val', src=-1-np.arange(len(el))))
     extra = {}
-    if family in ('imagenet', 'places365', 'cifar100', 'imdbface', 'pretrain'): pass
+    if family in ('imagenet', 'places365', 'cifar100', 'imdbface', 'pretrain'):
+        pass
     elif family == 'market1501':   # training identities 0..t-1; test identities t.. (evaluation only)
         tr = tr.copy(); ev = ev[ev.label >= t].copy()
         ev['split'] = np.where(pos[ev.index] < max(1, ne//5), 'query', 'gallery')
@@ -337,7 +344,8 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
         tr = tr.iloc[:0]; ev = _landmark_standin(ev, pos, family)
     elif family == 'ijbc':
         ev, extra['pairs'] = _ijbc_standin(ev); tr = tr.iloc[:0]
-    else: raise ValueError(f"no stand-in layout for family {family!r}")
+    else:
+        raise ValueError(f"no stand-in layout for family {family!r}")
     df = pd.concat([tr, ev], ignore_index=True)
     df['group'] = np.asarray(U['groups'])[df.label.to_numpy()]
     return df, extra
@@ -372,29 +380,38 @@ def occlude(images: torch.Tensor, shares, labels) -> torch.Tensor:
         bg = border.median(1).values[:, None, None]
         k = int(round(a*(H if c % 2 == 0 else W)))
         side = int(c) % 4
-        if side == 0: x[:, :k] = bg
-        elif side == 1: x[:, :, :k] = bg
-        elif side == 2: x[:, H - k:] = bg
-        else: x[:, :, W - k:] = bg
+        if side == 0:
+            x[:, :k] = bg
+        elif side == 1:
+            x[:, :, :k] = bg
+        elif side == 2:
+            x[:, H - k:] = bg
+        else:
+            x[:, :, W - k:] = bg
     return out
 
 def _extras(family: str, df: pd.DataFrame, rows: np.ndarray, part: str, spec_df: pd.DataFrame, ctx) -> dict:
     "Per-part attributes beyond labels: cameras, templates, G1/G2 and pairs, gnd, positives."
     sub = df.iloc[rows]; out = {}
-    if 'camera' in df and family == 'market1501': out['cameras'] = sub.camera.to_numpy(np.int64)
+    if 'camera' in df and family == 'market1501':
+        out['cameras'] = sub.camera.to_numpy(np.int64)
     if family == 'ijbc':
         out['templates'] = sub.template.to_numpy(np.int64)
         # G1 = 1, G2 = 2 (0: a probe template)
-        if 'gallery_set' in df: out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)
-        if part == 'eval' and 'pairs' in ctx: out['template_pairs'] = ctx['pairs']
+        if 'gallery_set' in df:
+            out['gallery_set'] = sub.gallery_set.to_numpy(np.int64)
+        if part == 'eval' and 'pairs' in ctx:
+            out['template_pairs'] = ctx['pairs']
     if family in ('roxford5k', 'rparis6k'):
         q, gal = df[df.split == 'query'], df[df.split == 'gallery']
-        if 'gnd' in ctx: out['gnd'] = ctx['gnd']
+        if 'gnd' in ctx:
+            out['gnd'] = ctx['gnd']
         else:
             gl, gd = gal.label.to_numpy(), gal.difficulty.to_numpy()
             out['gnd'] = [{d: np.flatnonzero((gl == l) & (gd == d)) for d in ('easy', 'hard', 'junk')}
                           for l in q.label.to_numpy()]
-    if family == 'gldv2' and 'positives' in ctx: out['positives'] = ctx['positives']
+    if family == 'gldv2' and 'positives' in ctx:
+        out['positives'] = ctx['positives']
     return out
 
 # %% ../nbs/03_data.ipynb #5384f3c8
@@ -422,7 +439,8 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
         ti, ei = torch.from_numpy(src[src >= 0]), torch.from_numpy(-1 - src[src < 0])
         imgs = torch.empty(len(rows), 3, cfg.image_size, cfg.image_size, dtype=torch.uint8)
         imgs[torch.from_numpy(src >= 0)] = U['train'][ti]; imgs[torch.from_numpy(src < 0)] = U['eval'][ei]
-        if 'occlusion' in df: imgs = occlude(imgs, df.occlusion.to_numpy()[rows], df.label.to_numpy()[rows])
+        if 'occlusion' in df:
+            imgs = occlude(imgs, df.occlusion.to_numpy()[rows], df.label.to_numpy()[rows])
         return GlyphDataset(imgs, df.label.to_numpy()[rows], U['class_names'], df.group.to_numpy()[rows],
                             name=name, part=part, train=(part == 'train'), mean=U['mean'], std=U['std'], scale=scale,
                             description=f"Glyphs stand-in for {spec.paper_name} ({scale} scale), {part}",
@@ -477,7 +495,8 @@ def _paper_split(spec: SplitSpec, part: str, data_root, ctx) -> ManifestDataset:
         raise ValueError(f"split {spec.name!r} part {part!r} selects no image from the manifest of {root}")
     names = df[df.label >= 0].groupby('label').class_name.first()
     class_names = [''] * (int(names.index.max()) + 1 if len(names) else 0)
-    for l, n in names.items(): class_names[l] = n
+    for l, n in names.items():
+        class_names[l] = n
     sub = df.iloc[rows]
     extra = _extras(spec.family, df, rows, part, df, ctx)
     if spec.family == 'gldv2' and part in ('query', 'gallery') and 'positives' in df:

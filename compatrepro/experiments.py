@@ -37,16 +37,20 @@ def dataset_name(split: str, part: str, params: ExperimentParams) -> str:
 
 # %% ../nbs/13_experiments.ipynb #8ce7876e
 def _cmdline(pid: int) -> list[str]:
-    try: return Path(f'/proc/{pid}/cmdline').read_bytes().decode(errors='replace').split('\0')
+    try:
+        return Path(f'/proc/{pid}/cmdline').read_bytes().decode(errors='replace').split('\0')
     except OSError:
         try:
             import psutil
             return psutil.Process(pid).cmdline()
-        except Exception: return []
+        except Exception:
+            return []
 
 def _cwd(pid: int) -> Path:
-    try: return Path(os.readlink(f'/proc/{pid}/cwd'))
-    except OSError: return Path.cwd()
+    try:
+        return Path(os.readlink(f'/proc/{pid}/cwd'))
+    except OSError:
+        return Path.cwd()
 
 def this_notebook(ns: dict|None = None) -> Path:
     "The path of the notebook this kernel runs (`13_experiments`); `ns` is the notebook's `globals()`."
@@ -79,8 +83,10 @@ def start_experiment(ns: dict, split: str|None = None, part: str = 'eval', noteb
     P = ExperimentParams(**{k: ns[k] for k in names if k in ns})
     set_context(RunContext.from_env(device=P.device, data_root=P.data_root))
     nb = Path(notebook) if notebook is not None else this_notebook(ns)
-    if callable(dataset): dataset = dataset(P)
-    elif dataset is None: dataset = dataset_name(split, part, P) if split else None
+    if callable(dataset):
+        dataset = dataset(P)
+    elif dataset is None:
+        dataset = dataset_name(split, part, P) if split else None
     book = RecordBook(paper_of_notebook(nb.name), nb.stem, P, dataset)
     print(book.where)
     return Run(P, book, dataset, book.where)
@@ -94,7 +100,8 @@ def record_curves(book, item: str, curves: dict, steps: dict, metrics=('top1', '
     for name, c in curves.items():
         for m in metrics:
             book.add(item, name, f'{m}~{suffix}', curve_tilde(name, c, steps, m))
-            if auc: book.add(item, name, f'AUC_{m}{suffix}', curve_auc(c, m))
+            if auc:
+                book.add(item, name, f'AUC_{m}{suffix}', curve_auc(c, m))
 
 # %% ../nbs/13_experiments.ipynb #afc4fba2
 def report_update(book, item: str, curves: dict, steps: dict, methods=None, metrics=('top1', 'mAP'),
@@ -119,7 +126,8 @@ def model_table(book, features: dict, pairs: dict, labels, metrics=('top1', 'top
     for row, (q, g) in pairs.items():
         r = retrieval_metrics(features[q], features[g], labels, labels, metrics=metrics, distance=distance)
         rows[row] = {m: r[m] for m in metrics}
-        for m in metrics: book.add(item, row, m, rows[row][m])
+        for m in metrics:
+            book.add(item, row, m, rows[row][m])
     t = pd.DataFrame(rows).T.round(2)
     t.index.name = f'query / gallery ({book.where})'
     return t
@@ -167,7 +175,8 @@ def claims_overview(book, seed: int, C: ClaimSet) -> tuple[pd.DataFrame, pd.Data
           "without records yet")
     for c in C.claims:
         m = claim_margins(c, R, skip_incomplete=True).get(seed)
-        if m is not None: book.add('Claims', c['key'], 'margin', m, dataset=f"records of {c['notebook']}")
+        if m is not None:
+            book.add('Claims', c['key'], 'margin', m, dataset=f"records of {c['notebook']}")
     pd.set_option('display.max_colwidth', 120)
     return t.set_index('key'), R
 
@@ -212,11 +221,13 @@ def claims_markdown(table: pd.DataFrame) -> str:
         items = f.claim.str.split(':', n=1).str[0].where(f.claim.str.contains(':'), 'other')
         for item, h in f.groupby(items, sort=False):
             out.append(f'**{item}**\n')
-            for r in h.itertuples(): out += _claim_lines(r)
+            for r in h.itertuples():
+                out += _claim_lines(r)
             out.append('')
         if len(c):
             out.append('*Checks (hold by construction; not counted as findings)*\n')
-            for r in c.itertuples(): out += _claim_lines(r)
+            for r in c.itertuples():
+                out += _claim_lines(r)
             out.append('')
     return '\n'.join(out)
 

@@ -43,7 +43,8 @@ def transform_features(features: dict, specs: dict, params: ExperimentParams, wh
         obj, kw = objective[name]
         features[f'h(old) {name}'], s = transform_old(specs['old'], specs['new'], obj, features['old'], params,
                                                       **(kw | overrides))
-        if s is not None: log_sigma2[name] = s
+        if s is not None:
+            log_sigma2[name] = s
     return log_sigma2
 
 # %% ../nbs/15_fastfill.ipynb #0f59859c

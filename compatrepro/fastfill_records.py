@@ -86,7 +86,8 @@ def swept_ract(book, item: str, ract_spec, old_features: torch.Tensor, labels: t
     setups, cand, rand = {}, {}, random_order(len(labels), seed=seed)
     for tag, spec in lr_sweep(ract_spec, ract_sweep_lrs(ract_spec, lrs)).items():
         f = eval_features({tag: spec}, split, part)[0][tag]
-        with torch.no_grad(): logits = get_backbone(spec, 'cpu').head(old_features)
+        with torch.no_grad():
+            logits = get_backbone(spec, 'cpu').head(old_features)
         for oname in orders:
             o = rand if oname == 'random' else entropy_order(logits)
             setups[name := f'RACT {tag} {oname}'] = UpdateSetup(f, old_features, f, o)

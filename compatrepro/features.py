@@ -33,11 +33,13 @@ def extract_features(model: nn.Module, dataset, batch_size: int = 512, device: s
     feats, labs, logs = [], [], []
     def run(x, y):
         with torch.inference_mode():
-            if cl: x = x.contiguous(memory_format=torch.channels_last)
+            if cl:
+                x = x.contiguous(memory_format=torch.channels_last)
             with autocast(device):
                 f = model(x).float()
             feats.append(f.cpu()); labs.append(torch.as_tensor(y).cpu())
-            if logits: logs.append(model.head(f).float().cpu())
+            if logits:
+                logs.append(model.head(f).float().cpu())
     if hasattr(dataset, 'tensors') and hasattr(dataset, 'normalize'):
         X, Y = dataset.tensors()
         g = torch.Generator().manual_seed(seed)
@@ -51,9 +53,11 @@ def extract_features(model: nn.Module, dataset, batch_size: int = 512, device: s
         # one batch: worker processes would cost more to start than they save
         nw = (default_workers() if len(dataset) > batch_size else 0) if num_workers is None else num_workers
         dl = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=nw, pin_memory=device.type == 'cuda')
-        for xb, yb in progress(dl, 'features', show=show_progress): run(xb.to(device, non_blocking=True), yb)
+        for xb, yb in progress(dl, 'features', show=show_progress):
+            run(xb.to(device, non_blocking=True), yb)
     if not feats: raise ValueError("the dataset is empty: there is nothing to extract")
     # concatenated outside inference mode: ordinary tensors, which a transformation can be trained on
     out = {'features': torch.cat(feats), 'labels': torch.cat(labs).long()}
-    if logits: out['logits'] = torch.cat(logs)
+    if logits:
+        out['logits'] = torch.cat(logs)
     return out

@@ -116,7 +116,9 @@ def find_homoglyphs(feats: dict[int, list[torch.Tensor]], threshold: float) -> d
     of feature vectors; returns `cp -> representative cp` (smallest index in `feats`' order)."""
     cps = list(feats); n = len(cps); parent = list(range(n))
     def find(a):
-        while parent[a] != a: parent[a] = parent[parent[a]]; a = parent[a]
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
         return a
     n_ref = len(next(iter(feats.values())))
     for r in range(n_ref):
@@ -126,7 +128,8 @@ def find_homoglyphs(feats: dict[int, list[torch.Tensor]], threshold: float) -> d
         S = X @ X.T; S.fill_diagonal_(-1)
         for a, b in (S > threshold).nonzero().tolist():
             ra, rb = find(have[a]), find(have[b])
-            if ra != rb: parent[max(ra, rb)] = min(ra, rb)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
     return {cps[i]: cps[find(i)] for i in range(n)}
 
 # %% ../nbs/01_glyphs.ipynb #55547657
@@ -187,7 +190,8 @@ def _usable_characters(size: int, box: float, threshold: float, font_rank: int, 
     usable = {cp: [] for cp in reps}; fails = np.zeros(len(fonts)); tries = np.zeros(len(fonts))
     for (f, cp, i), good in zip(cand, ok):
         tries[f] += 1; fails[f] += not good
-        if good: usable[cp].append((f, i))
+        if good:
+            usable[cp].append((f, i))
     bad_fonts = {f for f in range(len(fonts)) if tries[f] and fails[f] > tries[f]/2}
     rows = {cp: [i for f, i in usable[cp] if f not in bad_fonts] for cp in reps}
     reps = [cp for cp in reps if len(rows[cp]) >= 2]   # at least two fonts draw it
@@ -229,7 +233,10 @@ def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None)
             roles[0].extend(pairs[:need[0]]); roles[1].extend(pairs[need[0]:])
         spans[f] = (len(parts), t, e)
         for r, lst in enumerate(roles):
-            for i in rng.permutation(len(lst)): parts.append(lst[i]); fams.append(f); trained.append(r == 0)
+            for i in rng.permutation(len(lst)):
+                parts.append(lst[i])
+                fams.append(f)
+                trained.append(r == 0)
     # the cells of every usable font of every pool character, renumbered
     used = sorted({i for cp in symbols for i in u['rows'][cp]}); where = {i: j for j, i in enumerate(used)}
     cells = torch.from_numpy(np.stack([half_cell(u['masks'][i].numpy(), cfg.glyph_box) for i in used]))
@@ -247,7 +254,8 @@ def glyph_classes(cfg: GlyphConfig = GlyphConfig(), cache_root: str|None = None)
                         merged={chr(cp): u['merged'][chr(cp)] for cp in symbols}, n_candidates=u['n_candidates'])
 
 # %% ../nbs/01_glyphs.ipynb #c4e04ff8
-def _lum(c): return 0.299*c[..., 0] + 0.587*c[..., 1] + 0.114*c[..., 2]
+def _lum(c):
+    return 0.299*c[..., 0] + 0.587*c[..., 1] + 0.114*c[..., 2]
 
 def render_glyphs(gc: GlyphClasses, labels: torch.Tensor, cfg: GlyphConfig, g: torch.Generator,
                   chunk: int = 2048) -> torch.Tensor:
@@ -348,10 +356,12 @@ def glyph_universe(cfg: GlyphConfig = GlyphConfig(), seed: int = 0, cache: Artif
     if rebuild or key not in _UNIVERSES:
         # cfg, not asdict: see register_version above
         spec = dict(version=GLYPH_VERSION, config=cfg, seed=int(seed), family=family)
-        if rebuild: cache.save('glyphs', spec, make_glyph_universe(cfg, seed, family))
+        if rebuild:
+            cache.save('glyphs', spec, make_glyph_universe(cfg, seed, family))
         _UNIVERSES[key] = cache.get_or_make('glyphs', spec, lambda: make_glyph_universe(cfg, seed, family))
     _UNIVERSES[key] = _UNIVERSES.pop(key)                          # most recently used last
-    while len(_UNIVERSES) > _UNIVERSES_KEPT: _UNIVERSES.pop(next(iter(_UNIVERSES)))
+    while len(_UNIVERSES) > _UNIVERSES_KEPT:
+        _UNIVERSES.pop(next(iter(_UNIVERSES)))
     return _UNIVERSES[key]
 _UNIVERSES, _UNIVERSES_KEPT = {}, 4   # a family is about 18 MB at tiny
 
@@ -372,7 +382,8 @@ class GlyphDataset(Dataset):
             setattr(self, k, extra.pop(k, None))
         if extra: raise TypeError(f"unknown dataset attributes {sorted(extra)}")
 
-    def __len__(self): return len(self.labels)
+    def __len__(self):
+        return len(self.labels)
     def __repr__(self):
         return (f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes, "
                 f"part={self.part!r})")

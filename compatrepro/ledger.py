@@ -72,7 +72,8 @@ def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
     out = {}
     for f in (res_dir/'runs').glob(f'{stem}.seed*.json'):
         p = json.loads(f.read_text())
-        if p.get('finished') and p.get('duration') is not None: out[int(p['seed'])] = p
+        if p.get('finished') and p.get('duration') is not None:
+            out[int(p['seed'])] = p
     return out
 
 def _seeds_text(seeds) -> str:
@@ -139,5 +140,7 @@ def plan_wall(minutes, n_jobs: int) -> float:
 
 def _expected_seconds(res_dir: Path, stem: str, seed: int) -> float:
     p = res_dir/'runs'/f'{stem}.seed{seed}.json'
-    try: return float(json.loads(p.read_text()).get('duration') or 0)
-    except (OSError, ValueError): return 0.
+    try:
+        return float(json.loads(p.read_text()).get('duration') or 0)
+    except (OSError, ValueError):
+        return 0.

@@ -23,8 +23,10 @@ __all__ = ['JPEG_SUFFIXES', 'LOADERS', 'class_balanced_rows', 'epoch_rows', 'ite
 # %% ../nbs/06b_loaders.ipynb #9d2aa160
 class _Views(torch.utils.data.Dataset):
     "Each item of `ds` as `k` independent draws of its (random) transform, stacked: ([k, C, H, W], label)."
-    def __init__(self, ds, k): self.ds, self.k = ds, k
-    def __len__(self): return len(self.ds)
+    def __init__(self, ds, k):
+        self.ds, self.k = ds, k
+    def __len__(self):
+        return len(self.ds)
     def __getitem__(self, i):
         xs = [self.ds[i] for _ in range(self.k)]
         return torch.stack([x for x, _ in xs]), xs[0][1]
@@ -46,7 +48,8 @@ def class_balanced_rows(labels, batch_size: int, per_class: int, generator: torc
         idx = torch.nonzero(y == c).ravel()
         idx = idx[torch.randperm(len(idx), generator=generator)]
         short = -len(idx) % per_class
-        if short: idx = torch.cat([idx, idx[torch.randint(len(idx), (short,), generator=generator)]])
+        if short:
+            idx = torch.cat([idx, idx[torch.randint(len(idx), (short,), generator=generator)]])
         groups.append(idx.view(-1, per_class))
     groups = torch.cat(groups)
     groups = groups[torch.randperm(len(groups), generator=generator)]
@@ -85,24 +88,31 @@ def iter_batches(ds, batch_size: int, epoch: int, seed: int, device, rank: int =
         for r in epoch_rows(len(Y), batch_size, g, per_class, Y):
             idx = share(r)
             xb = X[idx].to(device, non_blocking=True)
-            if views > 1: xb = torch.stack([ds.augment(xb, generator=g) for _ in range(views)], 1)
-            else: xb = ds.augment(xb, generator=g) if train else ds.normalize(xb)
+            if views > 1:
+                xb = torch.stack([ds.augment(xb, generator=g) for _ in range(views)], 1)
+            else:
+                xb = ds.augment(xb, generator=g) if train else ds.normalize(xb)
             yield xb, Y[idx].to(device, non_blocking=True)
         return
     class _Rows(Sampler):
-        def __init__(self, order): self.order = order
-        def __iter__(self): return iter(self.order.tolist())
-        def __len__(self): return len(self.order)
+        def __init__(self, order):
+            self.order = order
+        def __iter__(self):
+            return iter(self.order.tolist())
+        def __len__(self):
+            return len(self.order)
     perm = torch.cat([share(r) for r in epoch_rows(len(ds), batch_size, g, per_class, getattr(ds, 'labels', None))])
     nw = default_workers() if num_workers is None else num_workers
     if views == 1 and loader_choice(device) == 'gpu' and device_loader_applies(ds):   # JPEG files decoded on the device
         yield from iter_device_batches(ds, per, perm, device, nw, int(g.initial_seed()) + rank)
         return
-    if views > 1: ds = _Views(ds, views)
+    if views > 1:
+        ds = _Views(ds, views)
     dl = DataLoader(ds, batch_size=per, sampler=_Rows(perm), num_workers=nw, drop_last=True,
                     pin_memory=device.type == 'cuda',
                     generator=torch.Generator().manual_seed(int(g.initial_seed()) + rank), persistent_workers=False)
-    for xb, yb in dl: yield xb.to(device, non_blocking=True), torch.as_tensor(yb).to(device, non_blocking=True)
+    for xb, yb in dl:
+        yield xb.to(device, non_blocking=True), torch.as_tensor(yb).to(device, non_blocking=True)
 
 # %% ../nbs/06b_loaders.ipynb #e626067c
 JPEG_SUFFIXES = ('.jpg', '.jpeg')
@@ -122,7 +132,8 @@ def device_decode_available(device) -> bool:
         try:
             ok = decode_jpeg(torch.frombuffer(bytearray(b.getvalue()), dtype=torch.uint8), mode=ImageReadMode.RGB,
                              device=device).shape == (3, 16, 16)
-        except Exception: ok = False
+        except Exception:
+            ok = False
         _DEVICE_DECODE[str(device)] = ok
     return _DEVICE_DECODE[str(device)]
 
@@ -149,9 +160,11 @@ class JpegFiles(torch.utils.data.Dataset):
     does it)."""
     def __init__(self, root, paths, labels):
         self.root, self.paths, self.labels = Path(root), list(paths), np.asarray(labels)
-    def __len__(self): return len(self.paths)
+    def __len__(self):
+        return len(self.paths)
     def __getitem__(self, i):
-        with open(self.root/self.paths[i], 'rb') as f: data = f.read()
+        with open(self.root/self.paths[i], 'rb') as f:
+            data = f.read()
         return torch.frombuffer(bytearray(data), dtype=torch.uint8), int(self.labels[i])
 
 def collate_jpeg_bytes(items) -> tuple[list, torch.Tensor]:
@@ -162,7 +175,8 @@ def _pil_rgb(data: torch.Tensor) -> torch.Tensor:
     "A file's bytes decoded as the reference reads them (PIL, converted to RGB): [3, H, W] uint8 on the CPU."
     import io
     from PIL import Image
-    with Image.open(io.BytesIO(data.numpy().tobytes())) as im: a = np.asarray(im.convert('RGB'))
+    with Image.open(io.BytesIO(data.numpy().tobytes())) as im:
+        a = np.asarray(im.convert('RGB'))
     return torch.from_numpy(a.copy()).permute(2, 0, 1).contiguous()
 
 def wait_for_caller_stream(device):
@@ -173,7 +187,8 @@ def wait_for_caller_stream(device):
     decode corrupted queued sums in 49 of 50 trials, and ResNet-50 trained through the device path to nan; with it, 0
     of 50, and the loss followed the reference's."""
     device = torch.device(device)
-    if device.type == 'cuda': torch.cuda.current_stream(device).synchronize()
+    if device.type == 'cuda':
+        torch.cuda.current_stream(device).synchronize()
 
 def decode_jpegs(data: list, device) -> list[torch.Tensor]:
     """The JPEG files' bytes `data` (1-D uint8 tensors) as RGB images ([3, H, W] uint8) on `device`: one batched call of
@@ -183,12 +198,16 @@ def decode_jpegs(data: list, device) -> list[torch.Tensor]:
     from torchvision.io import ImageReadMode, decode_jpeg
     device = torch.device(device)
     wait_for_caller_stream(device)
-    try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))
-    except RuntimeError: pass
+    try:
+        return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))
+    except RuntimeError:
+        pass
     out = []
     for d in data:
-        try: out.append(decode_jpeg(d, mode=ImageReadMode.RGB, device=device))
-        except RuntimeError: out.append(_pil_rgb(d).to(device))
+        try:
+            out.append(decode_jpeg(d, mode=ImageReadMode.RGB, device=device))
+        except RuntimeError:
+            out.append(_pil_rgb(d).to(device))
     return out
 
 def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0), ratio=(3/4, 4/3),
@@ -206,9 +225,14 @@ def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0), ratio
             j = torch.randint(0, width - w + 1, size=(1,), generator=generator).item()
             return i, j, h, w
     in_ratio = float(width)/float(height)   # torchvision's fallback: the central crop
-    if in_ratio < min(ratio): w = width; h = int(round(w/min(ratio)))
-    elif in_ratio > max(ratio): h = height; w = int(round(h*max(ratio)))
-    else: w, h = width, height
+    if in_ratio < min(ratio):
+        w = width
+        h = int(round(w/min(ratio)))
+    elif in_ratio > max(ratio):
+        h = height
+        w = int(round(h*max(ratio)))
+    else:
+        w, h = width, height
     return (height - h)//2, (width - w)//2, h, w
 
 def _device_normalise(x: torch.Tensor, mean, std) -> torch.Tensor:

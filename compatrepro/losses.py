@@ -42,7 +42,8 @@ def _feats(fn: str, **named: Tensor) -> int:
                              "flatten or stack the features first")
         if not t.is_floating_point():
             raise TypeError(f"{fn}: {k} must be a float tensor, got {t.dtype}")
-        if n is None: n, first = t.shape[0], k
+        if n is None:
+            n, first = t.shape[0], k
         elif t.shape[0] != n:
             raise ValueError(f"{fn}: {k} has {t.shape[0]} rows but {first} has {n}; "
                              "every input must hold the same samples in the same order")
@@ -129,7 +130,8 @@ def _head_logits(fn, f, W, y, head, b=None, s=None, m=None):
     if b is not None: raise ValueError(f"{fn}: a bias is only used by head='linear', not {head!r}")
     kw = {} if s is None else dict(s=s)
     if head == 'norm_softmax': return normalized_softmax_logits(f, W, **kw)
-    if m is not None: kw['m'] = m
+    if m is not None:
+        kw['m'] = m
     if head == 'cosface': return cosface_logits(f, W, y, **kw)
     if head == 'arcface': return arcface_logits(f, W, y, **kw)
     raise ValueError(f"{fn}: head={head!r} is not one of {HEADS}")
@@ -184,7 +186,8 @@ def bct_kd_loss(phi_new: Tensor, phi_old: Tensor, W_old: Tensor, b_old: Tensor|N
     _feats(fn, phi_new=phi_new, phi_old=phi_old)
     W, b = W_old.detach(), None if b_old is None else b_old.detach()
     z_new = _head_logits(fn, _to_old_dim(fn, phi_new, W), W, None, head, b, s)
-    with torch.no_grad(): z_old = _head_logits(fn, phi_old.detach(), W, None, head, b, s)
+    with torch.no_grad():
+        z_old = _head_logits(fn, phi_old.detach(), W, None, head, b, s)
     logp_new, logp_old = F.log_softmax(z_new, 1), F.log_softmax(z_old, 1)
     kl = (logp_old.exp() * (logp_old - logp_new)).sum(1)
     return _reduce(kl, reduction, fn)
@@ -245,7 +248,8 @@ def _ract_sims(fn, phi_new, phi_old, y, positive=None, keys=None):
     n = _feats(fn, phi_new=phi_new, phi_old=phi_old); _same_shape(fn, phi_new, 'phi_new', phi_old, 'phi_old')
     y = _labels(fn, y, n)
     fn_, fo = F.normalize(phi_new, dim=1), F.normalize(phi_old.detach(), dim=1)
-    if positive is None: s_pos = (fn_ * fo).sum(1)
+    if positive is None:
+        s_pos = (fn_ * fo).sum(1)
     else:
         p = positive
         if not isinstance(p, Tensor) or p.shape != (n,) or p.dtype not in (torch.int32, torch.int64):
@@ -255,7 +259,8 @@ def _ract_sims(fn, phi_new, phi_old, y, positive=None, keys=None):
         if not torch.equal(y[p], y):
             raise ValueError(f"{fn}: a positive is not of its anchor's class (p(x) holds the intra-class samples)")
         s_pos = (fn_ * fo[p]).sum(1)
-    if keys is None: kn, ko, ky = fn_, fo, y
+    if keys is None:
+        kn, ko, ky = fn_, fo, y
     else:
         if len(keys) != 3:
             raise ValueError(f"{fn}: keys must be (phi_new, phi_old, labels) of the batch the negatives come from")
@@ -411,7 +416,8 @@ def _rm_system(d: Tensor, same: Tensor, self_pos: bool, mine: bool):
     eye = torch.eye(d.shape[0], dtype=torch.bool, device=d.device)
     pos = same if self_pos else same & ~eye
     neg = ~same
-    if mine: pos, neg = _half_mask(d, pos, largest=True), _half_mask(d, neg, largest=False)
+    if mine:
+        pos, neg = _half_mask(d, pos, largest=True), _half_mask(d, neg, largest=False)
     return pos, neg
 
 def _lse(logit: Tensor, mask: Tensor) -> Tensor:

@@ -130,7 +130,8 @@ def _m_vggface2(root: Path) -> pd.DataFrame:
     df.loc[t, 'split'] = np.where(rank <= 50, 'test', 'test_unused')
     return df
 
-def _gld_path(folder, i): return f"{folder}/{i[0]}/{i[1]}/{i[2]}/{i}.jpg"
+def _gld_path(folder, i):
+    return f"{folder}/{i[0]}/{i[1]}/{i[2]}/{i}.jpg"
 
 def _m_gldv2(root: Path) -> pd.DataFrame:
     how = ("GLDv2-clean needs train_clean.csv (landmark_id, images) and train/a/b/c/<id>.jpg; GLDv2-test needs "
@@ -214,24 +215,28 @@ def build_manifest(family: str, root: str|Path, verify: bool = False) -> pd.Data
                                 "data_prep/README.md)")
     df = _BUILDERS[family](root)
     if len(df) == 0: raise ValueError(f"no images found for {family} under {root} (layouts: data_prep/README.md)")
-    if 'group' not in df: df['group'] = -1
+    if 'group' not in df:
+        df['group'] = -1
     missing = [p for p in df.path.unique()[:1000] if '#' not in p and not (root/p).exists()]
     if missing:
         raise FileNotFoundError(f"{len(missing)} image(s) listed for {family} are missing under {root}, e.g. "
                                 f"{root/missing[0]}")
     if verify:
-        for p in progress(df.path.unique(), desc=f'verifying {family} images'): _load_image(root, p)
+        for p in progress(df.path.unique(), desc=f'verifying {family} images'):
+            _load_image(root, p)
     return df
 
 def write_manifest(df: pd.DataFrame, path: str|Path) -> Path:
     """Write a manifest (CSV, gzip) atomically; dataset-level attributes (ROxford gnd, IJB-C pairs) go into a JSON
     beside it."""
     path = Path(path)
-    with atomic_path(path) as tmp: df.to_csv(tmp, index=False, compression='gzip')
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, compression='gzip')
     if df.attrs:
         a = {k: ([{kk: vv.tolist() for kk, vv in g.items()} for g in v] if k == 'gnd' else np.asarray(v).tolist())
              for k, v in df.attrs.items()}
-        with atomic_path(path.with_suffix('.attrs.json')) as tmp: Path(tmp).write_text(json.dumps(a))
+        with atomic_path(path.with_suffix('.attrs.json')) as tmp:
+            Path(tmp).write_text(json.dumps(a))
     return path
 
 def read_manifest(path: str|Path) -> pd.DataFrame:
@@ -290,7 +295,8 @@ def _load_image(root: Path, rel: str):
         if '#' in rel:
             f, i = rel.rsplit('#', 1)
             return Image.fromarray(_cifar_arrays(str(root/f))[int(i)])
-        with Image.open(root/rel) as im: return im.convert('RGB')
+        with Image.open(root/rel) as im:
+            return im.convert('RGB')
     except Exception as e:
         raise RuntimeError(f"cannot read image {root/rel}: {e}. Replace or remove the file and rebuild the manifest "
                            f"(python data_prep/make_manifest.py <dataset> <folder>).") from e
@@ -320,14 +326,16 @@ class ManifestDataset(Dataset):
         out.image_size, out.transform = (int(size), int(size)), image_transform(int(size), self.train)
         return out
 
-    def __len__(self): return len(self.paths)
+    def __len__(self):
+        return len(self.paths)
     def __repr__(self):
         return f"{type(self).__name__}({self.description}: {len(self)} images, {len(self.classes)} classes)"
     def image(self, i: int):
         "Image `i` as a PIL image, cropped to its box where the dataset has one (ROxford/RParis queries)."
         im = _load_image(self.root, self.paths[i])
         return im.crop(self.boxes[i]) if self.boxes is not None and self.boxes[i] is not None else im
-    def __getitem__(self, i): return self.transform(self.image(i)), int(self.labels[i])
+    def __getitem__(self, i):
+        return self.transform(self.image(i)), int(self.labels[i])
     def tensors(self):
         raise NotImplementedError(f"{self.description} streams from disk; iterate it with a torch DataLoader instead "
                                   "of tensors()")

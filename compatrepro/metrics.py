@@ -27,7 +27,8 @@ _METRIC_RE = re.compile(r'^(top(\d+)|mAP|mAP@(\d+)|rmAP|NFR@(\d+)|pos_flips@(\d+
 
 def parse_metrics(metrics) -> list[tuple[str, str, int | None]]:
     "Parse metric names into `(name, kind, k)`; kinds: top, mAP, mAP@, rmAP, NFR, pos_flips, neg_flips."
-    if isinstance(metrics, str): metrics = (metrics,)
+    if isinstance(metrics, str):
+        metrics = (metrics,)
     out = []
     for name in metrics:
         mt = _METRIC_RE.match(str(name))
@@ -38,13 +39,20 @@ def parse_metrics(metrics) -> list[tuple[str, str, int | None]]:
             raise ValueError(f"unknown metric {name!r}: use 'top<k>' (CMC), 'mAP', 'mAP@<k>' (GLDv2), 'rmAP' "
                              "(ROxford/RParis, revisitop's trapezoid AP), 'NFR@<k>', 'pos_flips@<k>', 'neg_flips@<k>'")
         g = mt.groups()
-        if g[1]: kind, k = 'top', int(g[1])
-        elif name == 'mAP': kind, k = 'mAP', None
-        elif g[2]: kind, k = 'mAP@', int(g[2])
-        elif name == 'rmAP': kind, k = 'rmAP', None
-        elif g[3]: kind, k = 'NFR', int(g[3])
-        elif g[4]: kind, k = 'pos_flips', int(g[4])
-        else: kind, k = 'neg_flips', int(g[5])
+        if g[1]:
+            kind, k = 'top', int(g[1])
+        elif name == 'mAP':
+            kind, k = 'mAP', None
+        elif g[2]:
+            kind, k = 'mAP@', int(g[2])
+        elif name == 'rmAP':
+            kind, k = 'rmAP', None
+        elif g[3]:
+            kind, k = 'NFR', int(g[3])
+        elif g[4]:
+            kind, k = 'pos_flips', int(g[4])
+        else:
+            kind, k = 'neg_flips', int(g[5])
         if k is not None and k < 1: raise ValueError(f"metric {name!r}: k must be at least 1")
         out.append((name, kind, k))
     if not out: raise ValueError("metrics is empty: ask for at least one metric, e.g. ('top1', 'mAP')")
@@ -58,10 +66,14 @@ def roxford_relevance(gnd: Sequence[dict], protocol: str = 'medium') -> list[tup
     for i, g in enumerate(gnd):
         missing = {'easy', 'hard', 'junk'} - set(g)
         if missing: raise ValueError(f"gnd[{i}] lacks {sorted(missing)}: expected the revisitop ground truth dicts")
-        if protocol == 'easy': out.append((cat(g['easy']), cat(g['junk'], g['hard'])))
-        elif protocol == 'medium': out.append((cat(g['easy'], g['hard']), cat(g['junk'])))
-        elif protocol == 'hard': out.append((cat(g['hard']), cat(g['junk'], g['easy'])))
-        else: raise ValueError(f"protocol={protocol!r} is not 'easy', 'medium' or 'hard'")
+        if protocol == 'easy':
+            out.append((cat(g['easy']), cat(g['junk'], g['hard'])))
+        elif protocol == 'medium':
+            out.append((cat(g['easy'], g['hard']), cat(g['junk'])))
+        elif protocol == 'hard':
+            out.append((cat(g['hard']), cat(g['junk'], g['easy'])))
+        else:
+            raise ValueError(f"protocol={protocol!r} is not 'easy', 'medium' or 'hard'")
     return out
 
 class Relevance:
@@ -139,7 +151,8 @@ def block_counts(d_old: torch.Tensor, pos: torch.Tensor, ign: torch.Tensor, d_ne
     if P == 0:
         z = torch.zeros(b, F, 0, device=dev)
         return z, z.long(), npos
-    if segment is None: segment = torch.full((n,), F, dtype=torch.long, device=dev)
+    if segment is None:
+        segment = torch.full((n,), F, dtype=torch.long, device=dev)
     r, c = pos.nonzero(as_tuple=True)
     start = torch.cumsum(npos, 0) - npos
     pidx = torch.zeros(b, P, dtype=torch.long, device=dev)
@@ -158,7 +171,8 @@ def block_counts(d_old: torch.Tensor, pos: torch.Tensor, ign: torch.Tensor, d_ne
         return torch.zeros(b, (F + 1) * K, dtype=d.dtype, device=dev).scatter_add_(1, idx, neg).view(b, F + 1, K)
     H_old = hist(d_old)
     C = H_old.flip(1).cumsum(1).flip(1)[:, 1:]                   # old items whose segment is > f
-    if d_new is not None: C = C + hist(d_new).cumsum(1)[:, :F]   # new items whose segment is <= f
+    if d_new is not None:
+        C = C + hist(d_new).cumsum(1)[:, :F]   # new items whose segment is <= f
     C = C.cumsum(2)                                              # C[:, f, i] = # irrelevant items <= T[i]
     ps = po[:, None, :].expand(b, F, P)
     if pn is not None:
@@ -211,8 +225,10 @@ def _aggregate(per_query: dict, valid: torch.Tensor, reference_hits=None) -> dic
             if kind == 'NFR':
                 nref = int(ref[:, 0].sum())
                 val = (ref & ~hit).sum(0).double() / max(nref, 1)
-            elif kind == 'pos_flips': val = (~ref & hit & valid[:, None]).sum(0).double() / nv
-            else: val = (ref & ~hit).sum(0).double() / nv
+            elif kind == 'pos_flips':
+                val = (~ref & hit & valid[:, None]).sum(0).double() / nv
+            else:
+                val = (ref & ~hit).sum(0).double() / nv
         else:
             val = v[valid].sum(0) / nv
         out[name] = (100 * val).cpu().numpy()
@@ -280,17 +296,20 @@ def brute_force_metrics(query, gallery, query_labels, gallery_labels, distance='
     res = {f'top{k}': [] for k in ks} | {'mAP': []} | {f'mAP@{k}': [] for k in map_k}
     for i in range(len(Q)):
         keep = np.ones(len(G), bool)
-        if query_is_gallery: keep[i] = False
+        if query_is_gallery:
+            keep[i] = False
         d, y = D[i, keep], gl[keep] == ql[i]
         if not y.any(): continue
         order = np.lexsort((y, d))            # by distance, irrelevant first within ties
-        for k in ks: res[f'top{k}'].append(y[order][:k].any())
+        for k in ks:
+            res[f'top{k}'].append(y[order][:k].any())
         res['mAP'].append(average_precision_score(y, -d))
         for k in map_k:
             ap = 0.
             for j in np.nonzero(y)[0]:
                 rank = (d <= d[j]).sum(); prec = (y & (d <= d[j])).sum() / rank
-                if rank <= k: ap += prec
+                if rank <= k:
+                    ap += prec
             res[f'mAP@{k}'].append(ap / min(y.sum(), k))
     return {k: 100 * float(np.mean(v)) if v else 0.0 for k, v in res.items()}
 
@@ -344,7 +363,8 @@ def template_features(features, template_ids, normalize_images: bool = False, me
     if ids.ndim != 1: raise ValueError(f"template_ids must be 1-d (one template id per image), got shape {ids.shape}")
     check_labels(ids, len(x), 'template_ids', 'features')
     uniq, inv = np.unique(ids, return_inverse=True)
-    if normalize_images: x = prepare_features(x, 'cosine', 'features')
+    if normalize_images:
+        x = prepare_features(x, 'cosine', 'features')
     if media_ids is not None:
         med = np.asarray(media_ids.cpu() if isinstance(media_ids, torch.Tensor) else media_ids)
         if med.ndim != 1: raise ValueError(f"media_ids must be 1-d (one media id per image), got shape {med.shape}")
@@ -495,7 +515,8 @@ def tpir_at_fpir(probe, probe_ids, gallery, gallery_ids, fpir=(1e-2,), ranks=(1,
         thr = nm[allowed] if allowed < len(nm) else np.inf      # accept when distance < thr
         out[f'TPIR@FPIR={f:g}'] = 100 * float((hit1 & mated & (best < thr)).sum() / mated.sum())
         out[f'false_alarms@FPIR={f:g}'] = int((nm < thr).sum())
-    for k in ranks: out[f'rank{k}'] = 100 * float((vals[f'top{k}'][2][:, 0].cpu().numpy() > 0.5)[mated].mean())
+    for k in ranks:
+        out[f'rank{k}'] = 100 * float((vals[f'top{k}'][2][:, 0].cpu().numpy() > 0.5)[mated].mean())
     out.update(n_mated=int(mated.sum()), n_nonmated=int((~mated).sum()))
     return out
 
@@ -528,15 +549,18 @@ def open_set_search(probe, probe_labels, gallery, gallery_labels, gallery_parts=
     out, per = {}, []
     for nm_ in names:
         sel = torch.as_tensor(np.nonzero(parts == nm_)[0], device=g.device)
-        try: r = tpir_at_fpir(probe, pl, g[sel], gl[sel.cpu().numpy()], fpir, ranks)
+        try:
+            r = tpir_at_fpir(probe, pl, g[sel], gl[sel.cpu().numpy()], fpir, ranks)
         except ValueError as e:
             if gallery_parts is None: raise
             raise ValueError(f"gallery part {nm_!r}: {e}") from None
         per.append(r)
-        if gallery_parts is not None: out.update({f'{nm_}/{k}': v for k, v in r.items()})
+        if gallery_parts is not None:
+            out.update({f'{nm_}/{k}': v for k, v in r.items()})
     rates = [k for k in per[0] if k.startswith(('TPIR@', 'rank'))]
     out.update({k: float(np.mean([r[k] for r in per])) for k in rates})
-    if gallery_parts is None: out.update({k: v for k, v in per[0].items() if k not in rates})
+    if gallery_parts is None:
+        out.update({k: v for k, v in per[0].items() if k not in rates})
     return out
 
 # %% ../nbs/10_metrics.ipynb #4e7ea137

@@ -48,7 +48,8 @@ class ClassifierHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(len(class_ids))) if kind == 'linear' and bias else None
         nn.init.kaiming_uniform_(self.weight,
                                  a=math.sqrt(5)) if kind == 'linear' else nn.init.normal_(self.weight, std=0.01)
-        if self.bias is not None: nn.init.uniform_(self.bias, -1/math.sqrt(emb_dim), 1/math.sqrt(emb_dim))
+        if self.bias is not None:
+            nn.init.uniform_(self.bias, -1/math.sqrt(emb_dim), 1/math.sqrt(emb_dim))
 
     @property
     def loss_kw(self) -> dict:
@@ -58,7 +59,8 @@ class ClassifierHead(nn.Module):
         return dict(head=self.kind, s=self.scale, m=self.margin)
 
     @property
-    def n_classes(self) -> int: return len(self.class_ids)
+    def n_classes(self) -> int:
+        return len(self.class_ids)
 
     def targets(self, labels: torch.Tensor, missing: str = 'error') -> torch.Tensor:
         """Row index of each global label in `labels`; labels the head has no row for give -1 (`missing='ignore'`) or
@@ -93,7 +95,8 @@ class ClassifierHead(nn.Module):
         has = rows >= 0
         if bool(has.all()): return fn(f, W, rows, **kw)
         z = fn(f, W, None, **kw)       # labels without a row in this head get no margin
-        if bool(has.any()): z[has] = fn(f[has], W, rows[has], **kw)
+        if bool(has.any()):
+            z[has] = fn(f[has], W, rows[has], **kw)
         return z
 
     def extra_repr(self):
@@ -132,11 +135,16 @@ def narrow_resnet(arch: str, width: int, full_width_draws: bool = True) -> nn.Mo
         setattr(m, f'layer{i+1}', m._make_layer(block, width*2**i, n, stride=1 if i == 0 else 2))
     m.fc = nn.Linear(8*width*block.expansion, 1000)
     for mod in m.modules():
-        if isinstance(mod, nn.Conv2d): nn.init.kaiming_normal_(mod.weight, mode='fan_out', nonlinearity='relu')
-        elif isinstance(mod, nn.BatchNorm2d): nn.init.constant_(mod.weight, 1); nn.init.constant_(mod.bias, 0)
+        if isinstance(mod, nn.Conv2d):
+            nn.init.kaiming_normal_(mod.weight, mode='fan_out', nonlinearity='relu')
+        elif isinstance(mod, nn.BatchNorm2d):
+            nn.init.constant_(mod.weight, 1)
+            nn.init.constant_(mod.bias, 0)
     for mod in m.modules():
-        if isinstance(mod, tvr.Bottleneck): nn.init.constant_(mod.bn3.weight, 0)
-        elif isinstance(mod, tvr.BasicBlock): nn.init.constant_(mod.bn2.weight, 0)
+        if isinstance(mod, tvr.Bottleneck):
+            nn.init.constant_(mod.bn3.weight, 0)
+        elif isinstance(mod, tvr.BasicBlock):
+            nn.init.constant_(mod.bn2.weight, 0)
     return m
 
 class GeM(nn.Module):
@@ -146,7 +154,8 @@ class GeM(nn.Module):
         super().__init__(); self.p, self.eps = float(p), float(eps)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.adaptive_avg_pool2d(x.clamp(min=self.eps).pow(self.p), 1).pow(1/self.p)
-    def extra_repr(self): return f'p={self.p:g}, eps={self.eps:g}'
+    def extra_repr(self):
+        return f'p={self.p:g}, eps={self.eps:g}'
 
 POOLINGS = ('avg', 'gem')
 
@@ -163,8 +172,10 @@ def make_backbone(arch: str = 'resnet18', scale: str = 'paper', image_size: int|
     small = check_scale(scale) in STANDIN_SCALES   # the 32x32 stand-in images
     if arch.startswith('resnet'):
         m = narrow_resnet(arch, width, full_width_draws=small)
-        if pooling == 'gem': m.avgpool = GeM()
-        if small: tiny_stem(m)
+        if pooling == 'gem':
+            m.avgpool = GeM()
+        if small:
+            tiny_stem(m)
         width = m.fc.in_features; m.fc = nn.Identity()
         return m, width
     from torchvision.models.vision_transformer import VisionTransformer
@@ -205,7 +216,8 @@ class EmbeddingModel(nn.Module):
                  embedding: str = 'linear', width: int = 64, pooling: str = 'avg', head_bias: bool = True,
                  old_dim: int|None = None):
         super().__init__()
-        if isinstance(class_ids, int): class_ids = range(class_ids)
+        if isinstance(class_ids, int):
+            class_ids = range(class_ids)
         class_ids = tuple(int(c) for c in class_ids)
         if not class_ids:
             raise ValueError("class_ids is empty: give the global class ids the head classifies (e.g. ds.classes)")
@@ -220,7 +232,8 @@ class EmbeddingModel(nn.Module):
                 raise ValueError(f"embedding='mlfct' is FCT's ResNet embedding; {arch} is not a ResNet")
             mlfct_embedding_block(self.backbone, int(emb_dim))
             self.embedding = nn.Identity()
-        else: self.embedding = nn.Linear(width, emb_dim)
+        else:
+            self.embedding = nn.Linear(width, emb_dim)
         self.head = ClassifierHead(emb_dim, class_ids, head, head_scale, head_margin,
                                    bias=embedding != 'mlfct' and bool(head_bias))
         if old_dim is not None and int(old_dim) <= 0: raise ValueError(f"old_dim must be positive, got {old_dim}")
@@ -228,15 +241,18 @@ class EmbeddingModel(nn.Module):
         self.to_old = None if old_dim is None else nn.Linear(emb_dim, int(old_dim), bias=False)
 
     @property
-    def emb_dim(self) -> int: return self.config.emb_dim
+    def emb_dim(self) -> int:
+        return self.config.emb_dim
     @property
-    def class_ids(self) -> torch.Tensor: return self.head.class_ids
+    def class_ids(self) -> torch.Tensor:
+        return self.head.class_ids
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         r"""The features $\phi(x)$ ($N \times d$): $\max(0, \cdot)$ of the embedding with `embedding_relu`, then unit
         length when the model normalises."""
         f = self.embedding(torch.flatten(self.backbone(x), 1))
-        if self.config.embedding_relu: f = F.relu(f)
+        if self.config.embedding_relu:
+            f = F.relu(f)
         return F.normalize(f.float(), dim=1) if self.config.normalize else f
 
     def logits(self, x: torch.Tensor, labels: torch.Tensor|None = None) -> torch.Tensor:
@@ -251,7 +267,8 @@ class EmbeddingModel(nn.Module):
 def load_model(artifact: dict, device: str|torch.device = 'cpu') -> EmbeddingModel:
     """Rebuild an `EmbeddingModel` from `model.artifact()` (or a trainer artifact holding one under 'model'), in eval
     mode."""
-    if 'model' in artifact and 'config' not in artifact: artifact = artifact['model']
+    if 'model' in artifact and 'config' not in artifact:
+        artifact = artifact['model']
     if 'config' not in artifact or 'state_dict' not in artifact:
         raise ValueError("not a model artifact: expected a dict with 'config' and 'state_dict' (from "
                          "EmbeddingModel.artifact())")
@@ -264,7 +281,8 @@ def _skeleton(config: str) -> EmbeddingModel:
     """A model of `config` (JSON) whose weights are to be overwritten: built once, copied for each load (a copy is
     several times cheaper than building and initialising a ResNet), on a fork of the RNG, so that a load draws no
     random numbers."""
-    with torch.random.fork_rng(devices=[]): return EmbeddingModel(**json.loads(config))
+    with torch.random.fork_rng(devices=[]):
+        return EmbeddingModel(**json.loads(config))
 
 # %% ../nbs/05_models.ipynb #e51f2d42
 EMBEDDINGS = ('linear', 'mlfct')
@@ -287,7 +305,8 @@ def mlfct_embedding_block(backbone: nn.Module, emb_dim: int) -> nn.Module:
     else:
         new = BasicBlock(inplanes, emb_dim, downsample=down)
         convs = (new.conv1, new.conv2)
-    for c in convs + (down[0],): nn.init.kaiming_normal_(c.weight, mode='fan_out', nonlinearity='relu')
+    for c in convs + (down[0],):
+        nn.init.kaiming_normal_(c.weight, mode='fan_out', nonlinearity='relu')
     backbone.layer4 = nn.Sequential(*(blocks[:-1] if len(blocks) > 1 else blocks), new)
     return backbone
 
@@ -345,7 +364,8 @@ class FCTTransformation(nn.Module):
         elif side is None or side.shape[-1] != self.side_dim:
             raise ValueError(f"this transformation needs side-information of shape [N, {self.side_dim}]")
         h = self.mixer(torch.cat([self.p_old(old), self.p_side(side)], dim=1))
-        if self.normalize: h = F.normalize(h, dim=1)   # FastFill App. A.2 on VGGFace2; psi then reads the unit h
+        if self.normalize:
+            h = F.normalize(h, dim=1)   # FastFill App. A.2 on VGGFace2; psi then reads the unit h
         if self.psi is None: return h
         return h, self.psi(h).squeeze(1)
 
@@ -388,7 +408,8 @@ def count_macs(module: nn.Module, input_shape) -> int:
         module.eval()
         with torch.no_grad(), FlopCounterMode(display=False) as fc:
             module(*[torch.zeros(*sh, **kw) for sh in shapes])
-    finally: module.train(training)
+    finally:
+        module.train(training)
     flops = fc.get_total_flops()
     return int(flops // 2)
 
@@ -412,7 +433,8 @@ def transformation_artifact(net: nn.Module) -> dict:
 def load_transformation(artifact: dict, device: str|torch.device = 'cpu') -> nn.Module:
     """Rebuild a transformation from `transformation_artifact` (or a trainer artifact holding one under
     'transformation'), in eval mode."""
-    if 'transformation' in artifact and 'build_args' not in artifact: artifact = artifact['transformation']
+    if 'transformation' in artifact and 'build_args' not in artifact:
+        artifact = artifact['transformation']
     if 'build_args' not in artifact:
         raise ValueError("not a transformation artifact: expected 'build_args' and 'state_dict'")
     net = make_transformation(**artifact['build_args'])

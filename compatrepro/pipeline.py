@@ -31,19 +31,22 @@ def _known(versions: dict) -> dict:
 def backbone_versions(spec: BackboneSpec) -> dict:
     "{name: version} of everything the backbone of `spec` is made with."
     names = {'trainer', f'recipe:{spec.scale}', 'splits', *split_versions(spec.split)}
-    if spec.scale in STANDIN_SCALES: names.add(f'glyphs:{spec.scale}')
+    if spec.scale in STANDIN_SCALES:
+        names.add(f'glyphs:{spec.scale}')
     out = _known(dict.fromkeys(names))
     if spec.compat is not None:   # every term's method, and the one old model they share
         out |= _known(dict.fromkeys(f'compat:{m}' for m in compat_methods(spec))) | backbone_versions(compat_old(spec))
     # the stand-in's pre-training
-    if isinstance(spec.pretrained, BackboneSpec): out |= backbone_versions(spec.pretrained)
+    if isinstance(spec.pretrained, BackboneSpec):
+        out |= backbone_versions(spec.pretrained)
     return out
 
 def transformation_versions(spec: TransformationSpec) -> dict:
     "{name: version} of everything the transformation of `spec` is made with (its backbones included)."
     out = _known({f'objective:{spec.objective}': None})
     for b in (spec.old, spec.new, spec.side_info):
-        if b is not None: out |= backbone_versions(b)
+        if b is not None:
+            out |= backbone_versions(b)
     return out
 
 # %% ../nbs/08_pipeline.ipynb #8a33b5e3
@@ -77,7 +80,8 @@ def training_outcome(spec: BackboneSpec, ctx: RunContext|None = None) -> dict:
     'last-epoch loss', 'diverged'} ('diverged' is 1 when an epoch's loss was not finite; the losses and the count are
     those of the finite epochs, nan when there was none)."""
     ctx = ctx or current_context()
-    try: history, diverged = cached_backbone(spec, ctx)['history'], 0
+    try:
+        history, diverged = cached_backbone(spec, ctx)['history'], 0
     except FloatingPointError as e:
         if f'of {spec.arch} on {spec.split} became' not in str(e): raise   # another model diverged (its old model, say)
         ckpt = ctx.cache.checkpoint_path('backbone', backbone_key(spec))
@@ -95,8 +99,10 @@ def features_key(spec: BackboneSpec, split: str, part: str, data_seed: int|None 
     reused, and the augmented `view` where one is asked for."""
     key = {'model': backbone_key(spec), 'split': split, 'part': part,
            'data_seed': spec.data_seed if data_seed is None else int(data_seed)}
-    if v := split_versions(split): key['layout'] = v
-    if view is not None: key['view'] = int(view)
+    if v := split_versions(split):
+        key['layout'] = v
+    if view is not None:
+        key['view'] = int(view)
     return key
 
 def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: bool = False, data_seed: int|None = None,
@@ -122,7 +128,8 @@ def get_features(spec: BackboneSpec, split: str, part: str = 'eval', logits: boo
                                                                         # IJB-C)
     if logits:
         head = get_backbone(spec, device='cpu', ctx=ctx).head
-        with torch.no_grad(): out['logits'] = torch.cat([head(f) for f in out['features'].split(4096)])
+        with torch.no_grad():
+            out['logits'] = torch.cat([head(f) for f in out['features'].split(4096)])
     return out
 
 # %% ../nbs/08_pipeline.ipynb #27599435
@@ -169,7 +176,8 @@ def eval_features(specs: dict, split: str, part: str,
     feats, labels = {}, None
     for name, spec in specs.items():
         f = get_features(spec, split, part)
-        if labels is None: labels = f['labels']
+        if labels is None:
+            labels = f['labels']
         elif not torch.equal(f['labels'], labels):
             raise RuntimeError(f"the features of {name!r} are not of the same images as the others")
         feats[name] = f['features']

@@ -45,7 +45,9 @@ class _Normalise(ast.NodeTransformer):
 def code_digest(*nodes: ast.AST) -> str:
     "sha256 (16 hex digits) of what `nodes` run: their syntax trees without docstrings, positions or comments."
     h = hashlib.sha256()
-    for n in nodes: h.update(ast.dump(_Normalise().visit(copy.deepcopy(n))).encode()); h.update(b'\0')
+    for n in nodes:
+        h.update(ast.dump(_Normalise().visit(copy.deepcopy(n))).encode())
+        h.update(b'\0')
     return h.hexdigest()[:16]
 
 def names_used(*nodes: ast.AST) -> set[str]:
@@ -53,13 +55,16 @@ def names_used(*nodes: ast.AST) -> set[str]:
     out = set()
     for node in nodes:
         for n in ast.walk(node):
-            if isinstance(n, ast.Name): out.add(n.id)
-            elif isinstance(n, ast.Attribute): out.add(n.attr)
+            if isinstance(n, ast.Name):
+                out.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                out.add(n.attr)
     return out
 
 def _target_names(t) -> list[str]:
     "The names an assignment target binds or changes: `a`, `a, b`, `a[k]`, `a.x` -> the base names."
-    while isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)): t = t.value
+    while isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)):
+        t = t.value
     if isinstance(t, ast.Name): return [t.id]
     if isinstance(t, (ast.Tuple, ast.List)): return [n for e in t.elts for n in _target_names(e)]
     return []
@@ -90,8 +95,10 @@ def module_definitions(source: str, module: str) -> list[Definition]:
             continue
         names = _bound_names(s)
         if names == ['__all__']: continue   # nbdev's export list
-        if names: named.append((names, s))
-        else: other.append(s)
+        if names:
+            named.append((names, s))
+        else:
+            other.append(s)
     stmts = [Definition(module, f'<statement {dg}>', dg, frozenset(names_used(s))) for s in other
              for dg in [code_digest(s)]]
     extra = frozenset(d.name for d in stmts)
@@ -109,7 +116,8 @@ def library_definitions(pkg_dir: str|Path|None = None) -> dict[str, list[Definit
     if key not in _DEFINITIONS:
         out = {}
         for f in files:
-            for d in _kept_module_definitions(f): out.setdefault(d.name, []).append(d)
+            for d in _kept_module_definitions(f):
+                out.setdefault(d.name, []).append(d)
         _DEFINITIONS.clear(); _DEFINITIONS[key] = out
     return _DEFINITIONS[key]
 
@@ -124,12 +132,14 @@ def _kept_module_definitions(f: Path) -> list[Definition]:
     try:
         return [Definition(d['module'], d['name'], d['digest'], frozenset(d['uses']))
                 for d in json.loads(p.read_text())]
-    except (OSError, ValueError, KeyError, TypeError): pass
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     defs = module_definitions(src, f.stem)
     try:
         atomic_write_text(p, json.dumps([dict(module=d.module, name=d.name, digest=d.digest, uses=sorted(d.uses))
                                          for d in defs]))
-    except OSError: pass   # a cache that cannot be written: parse again next time
+    except OSError:
+        pass   # a cache that cannot be written: parse again next time
     return defs
 
 def name_digest(defs: list[Definition]) -> str:
@@ -148,7 +158,8 @@ def code_closure(names, defs: dict[str, list[Definition]], stop=()) -> dict[str,
         n = todo.pop()
         if n in seen or n not in defs or n in stop: continue
         seen[n] = name_digest(defs[n])
-        for d in defs[n]: todo.extend(d.uses)
+        for d in defs[n]:
+            todo.extend(d.uses)
     return dict(sorted(seen.items()))
 
 # %% ../nbs/12a_provenance.ipynb #23124713
@@ -176,18 +187,23 @@ def notebook_code(path: str|Path) -> tuple[str, set[str]]:
     f = default_cache_dir()/'definitions'/f'{key}.json'
     try:
         d = json.loads(f.read_text()); return d['code_hash'], set(d['names'])
-    except (OSError, ValueError, KeyError, TypeError): pass
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     h, names = _notebook_code(path)
-    try: atomic_write_text(f, json.dumps(dict(code_hash=h, names=sorted(names))))
-    except OSError: pass
+    try:
+        atomic_write_text(f, json.dumps(dict(code_hash=h, names=sorted(names))))
+    except OSError:
+        pass
     return h, names
 
 def _notebook_code(path: str|Path) -> tuple[str, set[str]]:
     body, imported = [], set()
     for src in _code_cells(path):
         for s in _parse_cell(src).body:
-            if _is_package_import(s): imported |= {(a.name, a.asname or a.name) for a in s.names}
-            else: body.append(s)
+            if _is_package_import(s):
+                imported |= {(a.name, a.asname or a.name) for a in s.names}
+            else:
+                body.append(s)
     h = hashlib.sha256((code_digest(ast.Module(body=body, type_ignores=[])) + repr(sorted(imported))).encode())
     return h.hexdigest()[:16], names_used(*body) | {n for n, _ in imported}
 
@@ -252,13 +268,19 @@ def trace_definitions(out_dir: str|Path):
         if (code.co_name.startswith('<') and frame.f_back is not None
                 and not frame.f_back.f_code.co_flags & inspect.CO_OPTIMIZED):
             return None   # a comprehension in a module or class body: import time
-        if f not in lines: lines[f] = _top_level_lines(f)
+        if f not in lines:
+            lines[f] = _top_level_lines(f)
         starts, names = lines[f]
         name = f'{Path(f).stem}.{names[max(bisect.bisect_right(starts, code.co_firstlineno) - 1, 0)]}'
-        if name not in recorded: recorded.add(name); out.write(name + '\n')
+        if name not in recorded:
+            recorded.add(name)
+            out.write(name + '\n')
         return None
     sys.settrace(tracer); threading.settrace(tracer)
-    def stop(): sys.settrace(None); threading.settrace(None); out.close()
+    def stop():
+        sys.settrace(None)
+        threading.settrace(None)
+        out.close()
     return stop
 
 def traced_definitions(trace_dir: str|Path) -> dict[str, set[str]]:
@@ -281,10 +303,13 @@ def package_versions(pkg_dir: str|Path|None = None) -> dict:
     seen = (str(pkg_dir), tuple((f.name, st.st_mtime_ns, st.st_size) for f in files for st in [f.stat()]))
     if seen in _VERSIONS_READ: return dict(_VERSIONS_READ[seen])
     h = hashlib.sha256(sys.version.encode())
-    for f in files: h.update(f.name.encode() + b'\0' + f.read_bytes() + b'\0')
+    for f in files:
+        h.update(f.name.encode() + b'\0' + f.read_bytes() + b'\0')
     p = default_cache_dir()/'versions'/f'{h.hexdigest()[:24]}.json'
-    try: v = json.loads(p.read_text())
-    except (OSError, ValueError): v = None
+    try:
+        v = json.loads(p.read_text())
+    except (OSError, ValueError):
+        v = None
     if v is not None:
         _VERSIONS_READ[seen] = v; return dict(v)
     code = ('import importlib, json, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n'
@@ -294,7 +319,9 @@ def package_versions(pkg_dir: str|Path|None = None) -> dict:
     if r.returncode != 0:
         raise RuntimeError(f"importing {pkg_dir} to read its versions failed:\n{r.stderr[-2000:]}")
     v = json.loads(r.stdout.strip().splitlines()[-1])
-    try: atomic_write_text(p, json.dumps(v, sort_keys=True))
-    except OSError: pass   # a cache that cannot be written: read them again next time
+    try:
+        atomic_write_text(p, json.dumps(v, sort_keys=True))
+    except OSError:
+        pass   # a cache that cannot be written: read them again next time
     _VERSIONS_READ[seen] = v
     return dict(v)

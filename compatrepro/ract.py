@@ -47,7 +47,8 @@ RACT_METHODS = {   # name -> the compatibility term(s) of the new model, given t
     'LwF': lambda old: CompatSpec('lwf-ract', old, T=0.01),  # Li & Hoiem (Figure 18), as OpenCompatible
 }
 
-def _pct(t: float) -> str: return f'{round(100*t)}%'
+def _pct(t: float) -> str:
+    return f'{round(100*t)}%'
 
 def ract_test_name(test: str, params: ExperimentParams) -> str:
     "The name records give a RACT test set: the paper's at paper scale, labelled as the stand-in's otherwise."
@@ -68,8 +69,10 @@ def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=No
     if arch not in RACT_ARCHS: raise ValueError(f"arch={arch!r}: use one of {list(RACT_ARCHS)}")
     a = RACT_ARCHS[arch][1 if params.standin else 0]
     base = backbone_spec(split, params.scale, params.seed, arch=a, **RACT_MODEL)
-    if params.standin: e, b = (RACT_STANDIN_EPOCHS[a] if params.scale == 'tiny' else base.epochs), base.batch_size
-    else: e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
+    if params.standin:
+        e, b = (RACT_STANDIN_EPOCHS[a] if params.scale == 'tiny' else base.epochs), base.batch_size
+    else:
+        e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
     # no warm-up in RACT's schedule
     spec = ract_recipe(replace(base, **({'epochs': e, 'batch_size': b, 'warmup_epochs': 0.} | params.overrides)))
     return params.fit(replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
@@ -152,11 +155,13 @@ def plot_ract_curves(panels: dict, old_points: dict, metric, title: str, nfr: bo
         for name, c in curves.items():
             x = 100*np.asarray(c.index, dtype=float)
             axs[0, j].plot(x, c[metric], marker='o', ms=3, label=name)
-            if nfr: axs[1, j].plot(x, c['NFR@1'], marker='o', ms=3, label=name)
+            if nfr:
+                axs[1, j].plot(x, c['NFR@1'], marker='o', ms=3, label=name)
         if panel in old_points:
             axs[0, j].plot([0], [old_points[panel]], marker='*', ms=12, color='tab:brown', ls='', label='old/old')
         axs[0, j].set_title(panel, fontsize=9); axs[0, j].set_ylabel(metric)
-        if nfr: axs[1, j].set_ylabel('NFR@1 (%)')
+        if nfr:
+            axs[1, j].set_ylabel('NFR@1 (%)')
         axs[-1, j].set_xlabel('gallery backfilled (%)')
         axs[0, j].legend(fontsize=7)
     fig.suptitle(title, fontsize=10); fig.tight_layout()

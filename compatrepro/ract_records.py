@@ -37,6 +37,8 @@ def ract_table(book, item: str, curves: dict, metric: str, old_value: float|None
     """Record and show a table of Tables 3-8: per row, 'old' and the metric at each of `fractions` (columns '0%',
     '20%', ...)."""
     for name, c in curves.items():
-        if old_value is not None: book.add(item, name, 'old', old_value, dataset=dataset)
-        for t in fractions: book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
+        if old_value is not None:
+            book.add(item, name, 'old', old_value, dataset=dataset)
+        for t in fractions:
+            book.add(item, name, _pct(t), float(c.loc[t, metric]), dataset=dataset)
     return book.table(item, metrics=(['old'] if old_value is not None else []) + [_pct(t) for t in fractions])

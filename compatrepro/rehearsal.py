@@ -53,14 +53,16 @@ class _Painter:
     def save(self, label: int, path: Path, size: tuple|None = None) -> Path:
         "Write a rendering of class `label` to `path` (JPEG or PNG by its suffix), resized to `size` (w, h) if given."
         im = Image.fromarray(self.arrays([label])[0])
-        if size: im = im.resize(size)
+        if size:
+            im = im.resize(size)
         path.parent.mkdir(parents=True, exist_ok=True); im.save(path)
         return path
 
 def _hex_ids(rng, n: int, digits: int = 16) -> list[str]:
     "`n` distinct random ids of `digits` hex digits (GLDv2's image ids), in random order."
     out = set()
-    while len(out) < n: out.add(''.join(rng.choice(list('0123456789abcdef'), digits)))
+    while len(out) < n:
+        out.add(''.join(rng.choice(list('0123456789abcdef'), digits)))
     return [out_ for out_ in rng.permutation(sorted(out))]
 
 # %% ../nbs/19_rehearsal.ipynb #45ec49ff
@@ -68,8 +70,10 @@ def _imagenet(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     "ImageNet: train/<wnid>/<wnid>_<n>.JPEG and val/<wnid>/ILSVRC2012_val_<n>.JPEG (val sorted into synset folders)."
     wnids = sorted(f'n{x:08d}' for x in rng.choice(10**7, C, replace=False) + 1440764)
     for c, w in enumerate(wnids):
-        for i in range(kt): paint.save(c, d/'train'/w/f'{w}_{1000*c + i + 1}.JPEG')
-        for i in range(k): paint.save(c, d/'val'/w/f'ILSVRC2012_val_{k*c + i + 1:08d}.JPEG')
+        for i in range(kt):
+            paint.save(c, d/'train'/w/f'{w}_{1000*c + i + 1}.JPEG')
+        for i in range(k):
+            paint.save(c, d/'val'/w/f'ILSVRC2012_val_{k*c + i + 1:08d}.JPEG')
 
 _PLACES = ('/a/airfield', '/a/airplane_cabin', '/a/airport_terminal', '/a/alcove', '/a/alley', '/a/amphitheater',
           '/a/amusement_arcade', '/a/amusement_park', '/a/apartment_building/outdoor', '/a/aquarium', '/a/aqueduct',
@@ -96,7 +100,8 @@ def _cifar100(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
         x = paint.arrays(labels).transpose(0, 3, 1, 2).reshape(len(labels), -1)  # channels first, as CIFAR stores them
         b = {'filenames': [f'glyph_{part}_{i}.png' for i in range(len(labels))], 'batch_label': f'{part} batch 1 of 1',
              'fine_labels': labels.tolist(), 'coarse_labels': (labels//5).tolist(), 'data': np.ascontiguousarray(x)}
-        with open(d/part, 'wb') as f: pickle.dump(b, f)
+        with open(d/part, 'wb') as f:
+            pickle.dump(b, f)
     with open(d/'meta', 'wb') as f:
         pickle.dump({'fine_label_names': [f'glyph_{c}' for c in range(C)],
                      'coarse_label_names': [f'superclass_{c}' for c in range((C + 4)//5)]}, f)
@@ -110,10 +115,12 @@ def _market1501(d: Path, paint: _Painter, k: int, kt: int, C: tuple, rng):
     frame = lambda: int(rng.integers(1, 10**6))
     put = lambda c, folder, name: paint.save(c, d/folder/name, (64, 128))
     for c, pid in enumerate(pids[:n_train]):
-        for i in range(kt): put(c, 'bounding_box_train', f'{pid:04d}_c{1 + i % 6}s1_{frame():06d}_0{i % 10}.jpg')
+        for i in range(kt):
+            put(c, 'bounding_box_train', f'{pid:04d}_c{1 + i % 6}s1_{frame():06d}_0{i % 10}.jpg')
     for c, pid in enumerate(pids[n_train:], n_train):
         put(c, 'query', f'{pid:04d}_c1s1_{frame():06d}_00.jpg')
-        for i in range(k): put(c, 'bounding_box_test', f'{pid:04d}_c{2 + i % 5}s1_{frame():06d}_0{i % 10}.jpg')
+        for i in range(k):
+            put(c, 'bounding_box_test', f'{pid:04d}_c{2 + i % 5}s1_{frame():06d}_0{i % 10}.jpg')
         put(c, 'bounding_box_test', f'{pid:04d}_c1s1_{frame():06d}_01.jpg')
     put(0, 'bounding_box_test', f'0000_c3s1_{frame():06d}_00.jpg')
     put(1, 'bounding_box_test', f'-1_c2s1_{frame():06d}_00.jpg')
@@ -142,17 +149,21 @@ def _gldv2(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     rows = []
     for c, lid in enumerate(lids):
         ims = [next(ids) for _ in range(kt)]
-        for i in ims: _gld(d, 'train', i, paint, c)
+        for i in ims:
+            _gld(d, 'train', i, paint, c)
         rows.append((lid, ' '.join(ims)))
     pd.DataFrame(rows, columns=['landmark_id', 'images']).to_csv(d/'train_clean.csv', index=False)
     queries = [next(ids) for _ in range(n_q + 1)]
     index = {c: [next(ids) for _ in range(k)] for c in range(n_q)}
     distractors = [next(ids) for _ in range(n_dis)]
-    for c, q in enumerate(queries[:n_q]): _gld(d, 'test', q, paint, c)
+    for c, q in enumerate(queries[:n_q]):
+        _gld(d, 'test', q, paint, c)
     _gld(d, 'test', queries[-1], paint, C - 1)
     for c, ims in index.items():
-        for i in ims: _gld(d, 'index', i, paint, c)
-    for j, i in enumerate(distractors): _gld(d, 'index', i, paint, n_q + j)
+        for i in ims:
+            _gld(d, 'index', i, paint, c)
+    for j, i in enumerate(distractors):
+        _gld(d, 'index', i, paint, n_q + j)
     pd.DataFrame({'id': rng.permutation([i for ims in index.values() for i in ims] + distractors)}
                  ).to_csv(d/'index.csv', index=False)
     pd.DataFrame(dict(id=queries, images=[' '.join(index[c]) for c in range(n_q)] + ['None'],
@@ -180,7 +191,8 @@ def _revisited(d: Path, paint: _Painter, k: int, kt: int, C: int, rng, name: str
         gnd.append(g)
     for j in range(4):
         im = f"{'paris_general' if name == 'rparis6k' else 'oxford'}_{next(num):06d}"; imlist.append(im); put(C + j, im)
-    with open(d/f'gnd_{name}.pkl', 'wb') as f: pickle.dump({'imlist': imlist, 'qimlist': qimlist, 'gnd': gnd}, f)
+    with open(d/f'gnd_{name}.pkl', 'wb') as f:
+        pickle.dump({'imlist': imlist, 'qimlist': qimlist, 'gnd': gnd}, f)
 
 def _ijbc(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     """IJB-C: per subject a gallery template of k images (G1 for the first half of the subjects, G2 for the rest) and a
@@ -205,7 +217,8 @@ def _ijbc(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
 def _imdbface(d: Path, paint: _Painter, k: int, kt: int, C: int, rng):
     "IMDB-Face: <identity>/*.jpg."
     for c, nm in enumerate(sorted(f'nm{x:07d}' for x in rng.choice(10**7, C, replace=False))):
-        for i in range(kt): paint.save(c, d/nm/f'{nm}_{i + 1:04d}.jpg', (40, 48))
+        for i in range(kt):
+            paint.save(c, d/nm/f'{nm}_{i + 1:04d}.jpg', (40, 48))
 
 def _pretrained(d: Path, seed: int, width: int = 64):
     """pretrained/<arch>.pth: a seeded random torchvision ResNet's state dict (see the reproduction note), fc.*
@@ -240,10 +253,13 @@ def write_rehearsal_tree(root: str|Path, images_per_class: int = 2, datasets=Non
     family = {v: k for k, v in FAMILY_DIRS.items()}
     for name in datasets:
         d = root/name
-        if d.exists(): shutil.rmtree(d)
+        if d.exists():
+            shutil.rmtree(d)
         d.mkdir(parents=True)
-        if name == 'pretrained': _pretrained(d, seed, width)
-        else: _WRITERS[family[name]](d, paint, k, kt, C[family[name]], seeded_rng(seed, 'rehearsal', name))
+        if name == 'pretrained':
+            _pretrained(d, seed, width)
+        else:
+            _WRITERS[family[name]](d, paint, k, kt, C[family[name]], seeded_rng(seed, 'rehearsal', name))
     return root
 
 def rehearsal_splits(root: str|Path, folders=None) -> pd.DataFrame:
@@ -295,9 +311,12 @@ def _notebook_names(path: str|Path) -> set[str]:
         src = c['source'] if isinstance(c['source'], str) else ''.join(c['source'])
         tree = ast.parse('\n'.join(l for l in src.splitlines() if not l.lstrip().startswith(('%', '!'))))
         for n in ast.walk(tree):
-            if isinstance(n, ast.Constant) and isinstance(n.value, str): out.add(n.value)
-            elif isinstance(n, ast.Name): out.add(n.id)
-            elif isinstance(n, ast.Attribute): out.add(n.attr)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                out.add(n.value)
+            elif isinstance(n, ast.Name):
+                out.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                out.add(n.attr)
     return out
 
 def notebook_datasets(path: str|Path) -> tuple[str, ...]:
@@ -322,11 +341,13 @@ def missing_datasets(notebooks, data_root: str|Path) -> dict[Path, list[str]]:
     out = {}
     for f in (f for f in REHEARSAL_DATASETS if f in need):
         d = root/f
-        if not d.is_dir(): out[d] = need[f]
+        if not d.is_dir():
+            out[d] = need[f]
         elif f == 'pretrained':
             for a in PRETRAINED_ARCHS:
                 p = Path(ract_pretrained(a, ExperimentParams(scale='paper', data_root=str(root))))
-                if not p.exists(): out[p] = need[f]
+                if not p.exists():
+                    out[p] = need[f]
     return out
 
 def missing_message(missing: dict) -> list[str]:
@@ -348,8 +369,10 @@ def failure_cause(executed: str|Path|None = None, error: str = '') -> str:
     exception line of the runner's `error` text (`NotebookJob.error`), else its last line; '' when there is neither."""
     p = Path(executed) if executed else None
     if p is not None and p.exists():
-        try: nb = json.loads(p.read_text(encoding='utf-8'))
-        except (OSError, ValueError): nb = {'cells': []}
+        try:
+            nb = json.loads(p.read_text(encoding='utf-8'))
+        except (OSError, ValueError):
+            nb = {'cells': []}
         errs = [o for c in nb.get('cells', []) if c.get('cell_type') == 'code' for o in c.get('outputs', [])
                 if o.get('output_type') == 'error']
         if errs: return _one_line(f"{errs[-1].get('ename', 'Error')}: {errs[-1].get('evalue', '')}")
@@ -424,9 +447,11 @@ def rehearse(out: str|Path|None = None, data: str|Path|None = None, device: str 
     (res/'REHEARSAL.md').write_text(f"# Rehearsal\n\n{REHEARSAL_NOTE}\n\nTree: {data}\n")
     def job(nb, e):
         root = out.resolve()/'roots'/nb.stem
-        if root.exists(): shutil.rmtree(root)
+        if root.exists():
+            shutil.rmtree(root)
         root.mkdir(parents=True)
-        for f in needs[nb.stem]: (root/f).symlink_to(data/f, target_is_directory=True)
+        for f in needs[nb.stem]:
+            (root/f).symlink_to(data/f, target_is_directory=True)
         params = dict(seed=int(seed), scale='paper', data_root=str(root), device=device, epochs=int(e), rehearsal=True)
         params |= {k: int(v) for k, v in dict(batch_size=batch_size, image_size=image_size, width=width).items()
                    if v is not None}

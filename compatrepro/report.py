@@ -55,7 +55,8 @@ def write_records(records: list[dict], path: str|Path) -> Path:
     df = pd.DataFrame(list(records), columns=list(RECORD_COLUMNS))
     missing = df[list(RECORD_COLUMNS[:-1])].isna().any(axis=1)
     if missing.any(): raise ValueError(f"{int(missing.sum())} record(s) have empty fields:\n{df[missing].head()}")
-    with atomic_path(path) as tmp: df.to_csv(tmp, index=False)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
     return Path(path)
 
 def read_records(root: str|Path) -> 'pd.DataFrame':
@@ -161,6 +162,7 @@ def write_summary(results_dir: str|Path) -> tuple[Path, Path]:
     results_dir = Path(results_dir)
     summary = aggregate_records(read_records(results_dir/'records'))
     csv, md = results_dir/'summary.csv', results_dir/'summary.md'
-    with atomic_path(csv) as tmp: summary.to_csv(tmp, index=False)
+    with atomic_path(csv) as tmp:
+        summary.to_csv(tmp, index=False)
     atomic_write_text(md, f"# Results summary ({results_dir.name} scale)\n\n" + summary_markdown(summary))
     return csv, md

@@ -19,18 +19,22 @@ __all__ = ['DISTANCES', 'as_features', 'as_labels', 'check_same_shape', 'check_l
 # %% ../nbs/09_retrieval.ipynb #3238934c
 def as_features(x, name: str = 'features', device=None) -> torch.Tensor:
     "`x` (numpy array or torch tensor, shape (n, d)) as a finite float tensor on `device` (default: its own, or CPU)."
-    if isinstance(x, torch.Tensor): t = x.detach()
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
     else:
-        try: t = torch.from_numpy(np.ascontiguousarray(np.asarray(x)))
+        try:
+            t = torch.from_numpy(np.ascontiguousarray(np.asarray(x)))
         except TypeError:
             raise TypeError(f"{name} must be a numpy array or torch tensor of numbers, got "
                             f"{type(x).__name__}") from None
-    if device is not None: t = t.to(device)
+    if device is not None:
+        t = t.to(device)
     if t.ndim != 2:
         raise ValueError(f"{name} must be a 2-d matrix (items x feature dimension), got shape {tuple(t.shape)}; "
                          "reshape a single vector with x[None] or flatten extra dimensions")
     if t.shape[0] == 0 or t.shape[1] == 0: raise ValueError(f"{name} is empty (shape {tuple(t.shape)})")
-    if t.dtype != torch.float64: t = t.float()
+    if t.dtype != torch.float64:
+        t = t.float()
     bad = ~torch.isfinite(t)
     if bad.any():
         rows = torch.nonzero(bad.any(1)).flatten()[:5].tolist()
@@ -130,7 +134,8 @@ def _knn_faiss(q, g, k, distance, exclude_self):
     index.add(np.ascontiguousarray(gn))
     kk = k + 1 if exclude_self else k
     d, i = index.search(np.ascontiguousarray(qn), kk)
-    if distance == 'cosine': d = 1 - d
+    if distance == 'cosine':
+        d = 1 - d
     if exclude_self:
         own = i == np.arange(len(qn))[:, None]
         # drop the query itself where found, else the last column
@@ -155,12 +160,14 @@ def knn(query, gallery, k: int = 5, distance: str = 'l2', exclude_self: bool = F
                          f"size{' minus the query' if exclude_self else ''})")
     check_distance(distance)
     # faiss is optional on a GPU machine
-    if backend == 'auto': backend = 'torch' if q.is_cuda or importlib.util.find_spec('faiss') is None else 'faiss'
+    if backend == 'auto':
+        backend = 'torch' if q.is_cuda or importlib.util.find_spec('faiss') is None else 'faiss'
     if backend not in ('torch', 'faiss'): raise ValueError(f"backend={backend!r} is not 'auto', 'torch' or 'faiss'")
     q, g = prepare_features(q, distance, 'query'), prepare_features(g, distance, 'gallery')
     if backend == 'faiss':
         d, i = _knn_faiss(q, g, k, distance, exclude_self)
     else:
         d, i = _knn_torch(q, g, k, distance, exclude_self, block_size)
-    if distance == 'l2': d = d.clamp_min(0).sqrt()
+    if distance == 'l2':
+        d = d.clamp_min(0).sqrt()
     return d, i

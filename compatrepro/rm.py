@@ -68,7 +68,8 @@ def rm_specs(params: ExperimentParams, data: RMData, baselines=('BCT', 'RACT'), 
     if upgrade is not None and upgrade not in RM_UPGRADES:
         raise ValueError(f"upgrade={upgrade!r}: use None or one of {list(RM_UPGRADES)}")
     arch = (data.arch, data.arch) if upgrade is None else RM_UPGRADES[upgrade]['paper']
-    if params.standin: arch = (None, None) if upgrade is None else RM_UPGRADES[upgrade]['standin']
+    if params.standin:
+        arch = (None, None) if upgrade is None else RM_UPGRADES[upgrade]['standin']
     old_kw, new_kw = ({'arch': a} if a else None for a in arch)
     specs = update_specs(params, data.old, data.new, baselines, old_kw=old_kw, new_kw=new_kw, **data.kw)
     return specs | {'side': params.fit(simclr_spec('imagenet-500', params.scale, params.seed, **params.overrides))}
@@ -115,7 +116,8 @@ def rm_orders(specs: dict, E: RMEval, seed: int) -> dict:
     r"""RM App. A's backfilling orders of the gallery: 'old classifier' (ascending top-class softmax score of
     $\kappa_{old}$ on $\phi^{old}$, what every method uses), 'centroid' (ascending cosine similarity to the class
     centroid of the old features) and 'random'."""
-    with torch.no_grad(): logits = get_backbone(specs['old'], 'cpu').head(E.gallery['old'])
+    with torch.no_grad():
+        logits = get_backbone(specs['old'], 'cpu').head(E.gallery['old'])
     return {'old classifier': old_classifier_order(logits),
             'centroid': centroid_order(E.gallery['old'], E.gallery_labels),
             'random': random_order(len(E.gallery_labels), seed=seed)}
@@ -129,18 +131,26 @@ def rm_setups(specs: dict, data: RMData, E: RMEval, params: ExperimentParams, or
         kw = dict(side_features=G['side'], side_info=specs['side']) if side else {}
         return transform_old(specs['old'], specs[new_key], 'l2', G['old'], params, **kw, **params.overrides)[0]
     for m in methods:
-        if m in ('old', 'new'): out[m] = UpdateSetup(Q[m], G[m], G[m], order)
-        elif m == 'RM naive': out[m] = UpdateSetup(Q['new'], G['old'], G['new'], order, Q['old'])
-        elif m == 'BCT': out[m] = UpdateSetup(Q['BCT'], G['old'], G['old'], order)          # backfill-free
-        elif m == 'RACT': out[m] = UpdateSetup(Q['RACT'], G['old'], G['RACT'], order)
-        elif m == 'FCT': out[m] = UpdateSetup(Q['new'], fct('new'), G['new'], order)
-        elif m == 'FCT (side-info)': out[m] = UpdateSetup(Q['new'], fct('new', side=True), G['new'], order)
-        elif m == 'BiCT': out[m] = UpdateSetup(Q['BCT'], G['old'], fct('BCT'), order)      # backfills h_BiCT(phi_old)
+        if m in ('old', 'new'):
+            out[m] = UpdateSetup(Q[m], G[m], G[m], order)
+        elif m == 'RM naive':
+            out[m] = UpdateSetup(Q['new'], G['old'], G['new'], order, Q['old'])
+        elif m == 'BCT':
+            out[m] = UpdateSetup(Q['BCT'], G['old'], G['old'], order)   # backfill-free
+        elif m == 'RACT':
+            out[m] = UpdateSetup(Q['RACT'], G['old'], G['RACT'], order)
+        elif m == 'FCT':
+            out[m] = UpdateSetup(Q['new'], fct('new'), G['new'], order)
+        elif m == 'FCT (side-info)':
+            out[m] = UpdateSetup(Q['new'], fct('new', side=True), G['new'], order)
+        elif m == 'BiCT':
+            out[m] = UpdateSetup(Q['BCT'], G['old'], fct('BCT'), order)   # backfills h_BiCT(phi_old)
         elif m in RM_VARIANTS:
             objective, rho = RM_VARIANTS[m]
             q_new, q_rev, g_new = rm_transform(specs, objective, data, E, params, rho=rho, **transformation_kw)
             out[m] = UpdateSetup(q_new, G['old'], g_new, order, q_rev)
-        else: raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS)}")
+        else:
+            raise ValueError(f"unknown RM row {m!r}; use one of {RM_TABLE1 + tuple(RM_VARIANTS)}")
     return out
 
 def rm_curves(setups: dict, data: RMData, E: RMEval, metrics=None, steps: bool = True) -> tuple[dict, dict]:

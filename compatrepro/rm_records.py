@@ -38,14 +38,17 @@ def rm_report(book, item: str, curves: dict, steps: dict, data: RMData, figure: 
     report_update(book, item, curves, steps, methods, metrics=('top1', m), figure=figure, auc=True)
     if 'old' in curves and 'new' in curves:
         lo, hi = curve_auc(curves['old'], m), curve_auc(curves['new'], m)
-        for k in methods: book.add(item, k, 'Gain (%)', 100*update_gain(curve_auc(curves[k], m), lo, hi, strict=False))
+        for k in methods:
+            book.add(item, k, 'Gain (%)', 100*update_gain(curve_auc(curves[k], m), lo, hi, strict=False))
     for k in methods:
         for metric in ('top1', m):
             v = curves[k][metric]
             # < 0: it only rises
             book.add(item, k, f'largest drop of {metric}_t', float(np.max(-np.diff(v.to_numpy()))))
-            for t, x in v.items(): book.add(item, k, f'{metric} at t={t:.1f}', float(x))
-        if k in steps: book.add(item, k, RM_NEG_FLIPS, float(steps[k]['neg_flips'].max()))
+            for t, x in v.items():
+                book.add(item, k, f'{metric} at t={t:.1f}', float(x))
+        if k in steps:
+            book.add(item, k, RM_NEG_FLIPS, float(steps[k]['neg_flips'].max()))
     cols = [f'AUC_{x}' for x in ('top1', m)] + (['Gain (%)'] if 'old' in curves and 'new' in curves else [])
     return book.table(item, metrics=cols, methods=methods)
 
@@ -99,7 +102,8 @@ def rm_temperature_sweep(book, item: str, up: RMUpgrade, data: RMData, params: E
                 v = rows.setdefault(tau, {})[f'{name} AUC_{x}'] = curve_auc(c[k], x)
                 book.add(item, f'{name} (tau={tau:g})', f'AUC_{x}', v)
     t = pd.DataFrame(rows).T.rename_axis('tau')
-    for x in ('top1', data.map_metric): t[f'MCL - CL-M AUC_{x}'] = t[f'MCL AUC_{x}'] - t[f'CL-M AUC_{x}']
+    for x in ('top1', data.map_metric):
+        t[f'MCL - CL-M AUC_{x}'] = t[f'MCL AUC_{x}'] - t[f'CL-M AUC_{x}']
     return t.round(2)
 
 def rm_order_ablation(book, item: str, up: RMUpgrade, data: RMData, params: ExperimentParams) -> pd.DataFrame:
@@ -151,8 +155,10 @@ def rm_merge_claims(C: ClaimSet, key: str, item: str, data: RMData, method: str 
             C.claim(f'{key}-{k}-m1-is-new/{x}', near(m1, n1, 1.))
             continue
         C.claim(f'{key}-{k}-starts-at-or-above-old/{x}', linear({m0: 1., o0: -1.}, 1.))
-        if end == 'above': C.claim(f'{key}-{k}-ends-above-new/{x}', diff(m1, n1))
-        else: C.claim(f'{key}-{k}-ends-at-or-above-new/{x}', linear({m1: 1., n1: -1.}, 1.))
+        if end == 'above':
+            C.claim(f'{key}-{k}-ends-above-new/{x}', diff(m1, n1))
+        else:
+            C.claim(f'{key}-{k}-ends-at-or-above-new/{x}', linear({m1: 1., n1: -1.}, 1.))
 
 RACT_LEARNS_WITHIN = 10.   # top-1 points RACT's model may end below the independent new model's and still count as
                            # learned
@@ -194,8 +200,10 @@ def rm_table1_claims(C: ClaimSet, key: str, item: str, data: RMData, gain_over_1
                 C.claim(f'{key}-rm-naive-competitive-over-{rm_key(k)}/AUC_{x}', diff(auc('RM naive', x), auc(k, x)))
     rm_ract_learns_check(C, key, item)
     C.claim(f'{key}-bct-gain-not-impressive', diff((item, 'RM naive', 'Gain (%)'), (item, 'BCT', 'Gain (%)')))
-    if gain_over_100: C.claim(f'{key}-rm-gain-over-100', above((item, 'RM', 'Gain (%)'), 100.))
-    if merge: rm_merge_claims(C, key, item, data, 'RM')
+    if gain_over_100:
+        C.claim(f'{key}-rm-gain-over-100', above((item, 'RM', 'Gain (%)'), 100.))
+    if merge:
+        rm_merge_claims(C, key, item, data, 'RM')
 
 def rm_heterogeneous_claims(C: ClaimSet, key: str, item: str, data: RMData, merge: bool = True):
     """Claim 3 (`18_rm`) on Figure 7 `item`, with the naive merge's and RM's conditions (`merge`): "our rank merge

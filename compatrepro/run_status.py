@@ -16,7 +16,8 @@ __all__ = ['EPOCH_RE', 'KERNEL_STARTED', 'PROGRESS_LINE_EVERY', 'model_left', 'p
            'progress_parts', 'progress_line', 'tell_progress', 'report_progress']
 
 # %% ../nbs/12e_run_status.ipynb #a74f2feb
-def _status_file() -> str|None: return os.environ.get('COMPATREPRO_STATUS_FILE') or None
+def _status_file() -> str|None:
+    return os.environ.get('COMPATREPRO_STATUS_FILE') or None
 
 def _clock(s: float) -> str:
     s = int(max(0, s)); return f'{s//3600}:{s%3600//60:02d}:{s%60:02d}' if s >= 3600 else f'{s//60:02d}:{s%60:02d}'
@@ -46,13 +47,16 @@ def planned_seconds() -> float|None:
     """What this kernel's run should take in all: `COMPATREPRO_PLANNED_SECONDS` where the runner set it, else the plan
     of this notebook and seed from its results folder (`plan_runs`, with the artifact cache as it is), the seed, scale
     and folder read from the papermill parameters in the kernel's namespace; None where neither tells. Asked once."""
-    if not _PLANNED: _PLANNED.append(_planned())
+    if not _PLANNED:
+        _PLANNED.append(_planned())
     return _PLANNED[0]
 
 def _planned() -> float|None:
     if (v := os.environ.get('COMPATREPRO_PLANNED_SECONDS')):
-        try: return float(v)
-        except ValueError: return None
+        try:
+            return float(v)
+        except ValueError:
+            return None
     try:
         from IPython import get_ipython
         ns, name = get_ipython().user_ns, _notebook_name()
@@ -60,7 +64,8 @@ def _planned() -> float|None:
         for folder in dict.fromkeys([ns.get('out_dir') or default_out_dir(), repo_root()/'results']):
             minutes = plan_runs(Path(folder)/ns.get('scale', 'tiny'), [(name, int(ns['seed']))]).minutes.iloc[0]
             if minutes == minutes: return float(minutes)*60
-    except Exception: pass      # not in a kernel, no parameters: no plan
+    except Exception:
+        pass   # not in a kernel, no parameters: no plan
     return None
 
 def notebook_left(now: float, model: float|None = None) -> float|None:
@@ -77,7 +82,8 @@ def progress_parts(stages: list[dict], model: float|None = None, notebook: float
     text = ' › '.join(s['desc'] for s in stages) or 'nothing'
     st = next((s for s in reversed(stages) if s.get('total') is None), stages[0] if stages else None)
     parts = [f"{_clock(st['elapsed'])} elapsed"] if st else []
-    if model is not None: parts.append(f'~{_clock(model)} left')
+    if model is not None:
+        parts.append(f'~{_clock(model)} left')
     if notebook is not None:
         plan = _clock(planned_seconds() or max(notebook, 0))
         parts.append(f'notebook ~{_clock(notebook)} left of {plan}' if notebook > 0
@@ -100,8 +106,11 @@ def tell_progress(line: str, out, now: float|None = None, urgent: bool = False) 
     now = time.time() if now is None else now
     if not urgent and now - _TOLD[0] < PROGRESS_LINE_EVERY: return False
     _TOLD[0] = now
-    try: out.write(('\r\x1b[K' if out.isatty() else '\r') + line + '\n'); out.flush()
-    except (OSError, ValueError): return False
+    try:
+        out.write(('\r\x1b[K' if out.isatty() else '\r') + line + '\n')
+        out.flush()
+    except (OSError, ValueError):
+        return False
     return True
 
 _TERMINAL, _NAME = {}, []
@@ -112,10 +121,13 @@ def _terminal():
     file descriptor 2 into the notebook too, and its `sys.stderr.fileno()` is a copy of the original."""
     if os.environ.get('COMPATREPRO_PROGRESS', '1') == '0' or _status_file(): return None
     if not type(sys.stderr).__module__.startswith('ipykernel'): return None   # a plain process shows its bars itself
-    try: fd = sys.stderr.fileno()
+    try:
+        fd = sys.stderr.fileno()
     except (OSError, ValueError):                                           # ipykernel leaves fd 2 alone (under pytest)
-        try: fd = sys.__stderr__.fileno()
-        except (OSError, ValueError, AttributeError): return None
+        try:
+            fd = sys.__stderr__.fileno()
+        except (OSError, ValueError, AttributeError):
+            return None
     if fd not in _TERMINAL:
         _TERMINAL[fd] = open(fd, 'w', buffering=1, encoding='utf-8', errors='replace', closefd=False)
     return _TERMINAL[fd]
@@ -125,8 +137,10 @@ def _notebook_name() -> str:
     if not _NAME:
         exp = sys.modules.get('compatrepro.experiments')
         if exp is None: return Path(os.environ.get('COMPATREPRO_NOTEBOOK', '')).stem
-        try: _NAME.append(Path(exp.this_notebook()).stem)
-        except Exception: _NAME.append('')
+        try:
+            _NAME.append(Path(exp.this_notebook()).stem)
+        except Exception:
+            _NAME.append('')
     return _NAME[0]
 
 def report_progress(stages: list[dict], now: float, started: bool = False, ended: dict|None = None) -> None:
@@ -144,8 +158,10 @@ def report_progress(stages: list[dict], now: float, started: bool = False, ended
         tell_progress(line, out, now, urgent=started or ended is not None)
     if not path: return
     text, parts = progress_parts(stages, model, notebook)
-    try: atomic_write_text(path, json.dumps(dict(pid=os.getpid(), time=now, stages=stages, model_left=model,
-                                                 notebook_left=notebook, line=text + '  ' + ', '.join(parts))))
-    except OSError: pass          # a status line is never worth failing a run
+    try:
+        atomic_write_text(path, json.dumps(dict(pid=os.getpid(), time=now, stages=stages, model_left=model,
+                                                notebook_left=notebook, line=text + '  ' + ', '.join(parts))))
+    except OSError:
+        pass   # a status line is never worth failing a run
 
 add_progress_hook(report_progress)

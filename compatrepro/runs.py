@@ -105,7 +105,8 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
     if threads:
         job.threads = threads
         env.update(COMPATREPRO_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    if status_file: env['COMPATREPRO_STATUS_FILE'] = str(status_file)
+    if status_file:
+        env['COMPATREPRO_STATUS_FILE'] = str(status_file)
     log = job.out.with_suffix('.log')
     t0 = time.time()
     with atomic_path(job.out) as tmp, tempfile.TemporaryDirectory() as td:
@@ -118,7 +119,8 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
             with open(log, 'w') as lf:
                 r = subprocess.run(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, timeout=job.timeout)
             job.ok = r.returncode == 0
-            if not job.ok: job.error = _tail_error(log.read_text(errors='replace'))
+            if not job.ok:
+                job.error = _tail_error(log.read_text(errors='replace'))
         except subprocess.TimeoutExpired:
             job.ok, job.error = False, f'still running after {job.timeout} s: killed'
         job.seconds = time.time() - t0
@@ -152,13 +154,17 @@ class _Monitor:
         self.bars = {}
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self): self.thread.start(); return self
+    def __enter__(self):
+        self.thread.start()
+        return self
     def __exit__(self, *a):
         self.stop_ev.set(); self.thread.join()
-        for b in self.bars.values(): b.close()
+        for b in self.bars.values():
+            b.close()
 
     def started(self, job, slot, status_file):
-        with self.lock: self.running[job.name] = (job, slot, status_file, time.time())
+        with self.lock:
+            self.running[job.name] = (job, slot, status_file, time.time())
         planned = job.env.get('COMPATREPRO_PLANNED_SECONDS')
         self._print(f'[{self.done}/{self.total}] start {job.name}'
                     + (f' ({job.threads} thread(s))' if job.threads else '')
@@ -168,7 +174,8 @@ class _Monitor:
         with self.lock:
             self.running.pop(job.name, None); self.done += 1
             b = self.bars.pop(job.name, None)
-        if b is not None: b.close()
+        if b is not None:
+            b.close()
         how = 'ok' if job.ok else f'FAILED\n{job.error}'
         self._print(f'[{self.done}/{self.total}] {job.name}: {how} in {_clock(job.seconds)}')
 
@@ -177,16 +184,21 @@ class _Monitor:
         if self.tty:
             from tqdm.auto import tqdm
             tqdm.write(msg, file=sys.stderr)
-        else: print(msg, file=sys.stderr, flush=True)
+        else:
+            print(msg, file=sys.stderr, flush=True)
 
     def _loop(self):
         while not self.stop_ev.wait(1.0):
-            with self.lock: items = list(self.running.values())
+            with self.lock:
+                items = list(self.running.values())
             for job, slot, sf, t0 in items:
-                try: st = json.loads(Path(sf).read_text())
-                except (OSError, ValueError): st = None
+                try:
+                    st = json.loads(Path(sf).read_text())
+                except (OSError, ValueError):
+                    st = None
                 line = f'{job.name} [{_clock(time.time() - t0)}] {describe_status(st)}'
-                if self.tty: self._bar(job, slot).set_description_str(line[:shutil.get_terminal_size().columns - 2])
+                if self.tty:
+                    self._bar(job, slot).set_description_str(line[:shutil.get_terminal_size().columns - 2])
                 elif self.show:
                     stage = line.split('] ', 1)[-1].split('  ')[0]
                     prev = self.last.get(job.name)
@@ -210,21 +222,28 @@ def run_notebooks(jobs: list[NotebookJob], n_jobs: int = 1, threads: int|None = 
     slots = list(range(n_jobs)); slot_lock = threading.Lock()
     with tempfile.TemporaryDirectory() as sd, _Monitor(len(jobs), show) as mon:
         def one(job):
-            with slot_lock: slot = slots.pop(0)
+            with slot_lock:
+                slot = slots.pop(0)
             sf = Path(sd)/f'{slot}.json'; sf.unlink(missing_ok=True)
             try:
                 job.threads = threads
                 mon.started(job, slot, sf)
-                try: execute_notebook(job, threads, sf)
-                except Exception as e: job.ok, job.error = False, f'{type(e).__name__}: {e}'
+                try:
+                    execute_notebook(job, threads, sf)
+                except Exception as e:
+                    job.ok, job.error = False, f'{type(e).__name__}: {e}'
                 mon.finished(job)
-                if on_done is not None: on_done(job)
+                if on_done is not None:
+                    on_done(job)
             finally:
-                with slot_lock: slots.append(slot); slots.sort()
+                with slot_lock:
+                    slots.append(slot)
+                    slots.sort()
             return job
         for phase in phases:
             if phase:
-                with ThreadPoolExecutor(n_jobs) as ex: list(ex.map(one, phase))
+                with ThreadPoolExecutor(n_jobs) as ex:
+                    list(ex.map(one, phase))
     return jobs
 
 # %% ../nbs/14_runs.ipynb #46ea99b9
@@ -237,20 +256,27 @@ def run_state(results_dir: str|Path, notebook: str, seed: int, nbs_dir: str|Path
     if not prov_f.exists(): return 'stale', ['no provenance (made before runs recorded what produced them)']
     prov, why = json.loads(prov_f.read_text()), []
     src = nbs_dir/f'{notebook}.ipynb'
-    if not src.exists(): why.append(f'its notebook {src.name} no longer exists')
-    elif prov.get('code_hash') != notebook_code_hash(src): why.append('its notebook\'s code changed since the run')
-    if 'library' not in prov: why.append('its provenance names no library code (made before runs recorded it)')
+    if not src.exists():
+        why.append(f'its notebook {src.name} no longer exists')
+    elif prov.get('code_hash') != notebook_code_hash(src):
+        why.append('its notebook\'s code changed since the run')
+    if 'library' not in prov:
+        why.append('its provenance names no library code (made before runs recorded it)')
     elif (changed := run_library_changes(prov, src)):
         why.append('library code it reaches changed: ' + ', '.join(changed[:6])
                    + (f' and {len(changed) - 6} more' if len(changed) > 6 else ''))
     reg = package_versions()
     for k, v in prov.get('versions', {}).items():
-        if k not in reg: why.append(f'{k} no longer exists')
-        elif reg[k] != v: why.append(f'{k} changed (version {v} -> {reg[k]})')
+        if k not in reg:
+            why.append(f'{k} no longer exists')
+        elif reg[k] != v:
+            why.append(f'{k} changed (version {v} -> {reg[k]})')
     for f, dg in prov.get('inputs', {}).items():
         p = results_dir/'records'/f
-        if not p.exists(): why.append(f'its input {f} is gone')
-        elif file_digest(p) != dg: why.append(f'its input {f} changed')
+        if not p.exists():
+            why.append(f'its input {f} is gone')
+        elif file_digest(p) != dg:
+            why.append(f'its input {f} changed')
     return ('stale', why) if why else ('current', [])
 
 def runs_of(results_dir: str|Path) -> pd.DataFrame:
@@ -258,7 +284,8 @@ def runs_of(results_dir: str|Path) -> pd.DataFrame:
     rows = []
     for f in sorted(Path(results_dir, 'records').glob('*.csv')):
         m = re.match(r'^(.+)\.seed(\d+)$', f.stem)
-        if m: rows.append(dict(notebook=m.group(1), seed=int(m.group(2)), file=f))
+        if m:
+            rows.append(dict(notebook=m.group(1), seed=int(m.group(2)), file=f))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'file'])
 
 # %% ../nbs/14_runs.ipynb #97ff70c0
@@ -277,7 +304,8 @@ def unsettled_runs(res_dir: str|Path, nbs_dir: str|Path, min_seeds: int = 3, onl
     for nb in experiment_notebooks(nbs_dir, only):
         for s in sorted(set(runs.seed[runs.notebook == nb.stem]) | set(range(min_seeds))):
             st, why = run_state(res_dir, nb.stem, int(s), nbs_dir)
-            if st != 'current': out[(nb.stem, int(s))] = why
+            if st != 'current':
+                out[(nb.stem, int(s))] = why
     return out
 
 def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: str|None = None, min_seeds: int = 3,
@@ -292,9 +320,11 @@ def declare_pending(res_dir: str|Path, nbs_dir: str|Path, reason: str, commit: s
         d, new = read_pending(res_dir), {}
         listed = _listed_runs(d)
         for nb, s in unsettled_runs(res_dir, nbs_dir, min_seeds, only):
-            if (nb, s) not in listed: new.setdefault(nb, []).append(s)
+            if (nb, s) not in listed:
+                new.setdefault(nb, []).append(s)
         d = _list_runs(d, new, reason, commit)
-        if new: write_pending(res_dir, d)
+        if new:
+            write_pending(res_dir, d)
     return d[d.notebook.isin(list(new))].reset_index(drop=True)
 
 def _list_runs(d: pd.DataFrame, new: dict, reason: str, commit: str) -> pd.DataFrame:
@@ -316,7 +346,8 @@ def list_started_runs(res_dir: str|Path, nbs_dir: str|Path, runs: list[tuple[str
         d, new = read_pending(res_dir), {}
         listed = _listed_runs(d)
         for nb, s in runs:
-            if (nb, s) not in listed: new.setdefault(nb, []).append(int(s))
+            if (nb, s) not in listed:
+                new.setdefault(nb, []).append(int(s))
         if new:
             when = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
             write_pending(res_dir, _list_runs(d, new, f'started by compatrepro reproduce on {when}, not yet finished: '
@@ -341,7 +372,8 @@ def settle_pending(res_dir: str|Path, nbs_dir: str|Path) -> list[tuple[str, int]
                    and run_outcome(res_dir, r.notebook, s) is True]
             done += [(r.notebook, s) for s in cur]
             d.at[i, 'seeds'] = tuple(s for s in r.seeds if s not in cur)
-        if done: write_pending(res_dir, d)
+        if done:
+            write_pending(res_dir, d)
     return done
 
 def pending_text(res_dir: str|Path) -> list[str]:
@@ -367,7 +399,8 @@ def paper_items(root: str|Path) -> list[dict]:
     """The rows of `docs/paper_items.csv` under the repository `root`: paper, item, kind ('result', 'setup' or
     'illustration'), caption, and findings_on (the item of the same paper whose findings stand for this one, or '')."""
     path = Path(root)/'docs'/'paper_items.csv'
-    with open(path, encoding='utf-8') as f: rows = list(csv.DictReader(f))
+    with open(path, encoding='utf-8') as f:
+        rows = list(csv.DictReader(f))
     items = {(r['paper'], r['item']) for r in rows}
     for i, r in enumerate(rows, 2):
         if r['kind'] not in ITEM_KINDS:
@@ -438,7 +471,8 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
         if prov.exists():
             p = json.loads(prov.read_text())
             items |= {(p['paper'], norm_item(i)) for i in p.get('figures', {}) if 'paper' in p}
-        for paper, item in items: produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
+        for paper, item in items:
+            produced.setdefault((paper, item), set()).add((r.notebook, r.seed))
     def row(paper, item, kind, caption, findings_on=''):
         who = produced.pop((paper, item), set())
         # its claims with those of the item that shares its findings; a claim naming both counts once
@@ -458,7 +492,8 @@ def status_table(scale: str = 'tiny', results: str|Path = 'results', nbs: str|Pa
         not_current = sorted((nb, s) for nb, s in who if states[(nb, s)][0] != 'current')
         listed = {}          # (reason, commit) -> notebook -> seeds
         for nb, s in not_current:
-            if (nb, s) in pending: listed.setdefault(pending[(nb, s)], {}).setdefault(nb, []).append(s)
+            if (nb, s) in pending:
+                listed.setdefault(pending[(nb, s)], {}).setdefault(nb, []).append(s)
         stale = ([f'{nb} seed{"s" * (len(ss) > 1)} {" ".join(map(str, ss))}: re-run pending since {commit}: {reason}'
                   for (reason, commit), by_nb in listed.items() for nb, ss in by_nb.items()]
                  + [f'{nb} seed {s}: ' + '; '.join(states[(nb, s)][1])
@@ -484,8 +519,10 @@ def check_results(scale: str = 'tiny', results: str|Path = 'results', nbs: str|P
     lists it; the ledger may list no current run and no notebook that does not exist. [] when all is well."""
     nbs_dir = find_nbs_dir(nbs); res = Path(results)/scale
     runs, problems = runs_of(res), []
-    try: pending = pending_runs(res)
-    except ValueError as e: return [str(e)]
+    try:
+        pending = pending_runs(res)
+    except ValueError as e:
+        return [str(e)]
     declare = 'or list it in the re-run ledger: compatrepro pending --declare "why"'
     for nb in experiment_notebooks(nbs_dir):
         mine = runs[runs.notebook == nb.stem]
@@ -700,9 +737,13 @@ def claim_sign_changes(claims: list[dict], before: pd.DataFrame, after: pd.DataF
     "The claims whose margin on `seed` is positive in one of `before`/`after` and not in the other."
     out = []
     for c in claims:
-        try: a, b = claim_margins(c, before[before.seed == seed]), claim_margins(c, after[after.seed == seed])
-        except KeyError: out.append(c['key']); continue
-        if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0): out.append(c['key'])
+        try:
+            a, b = claim_margins(c, before[before.seed == seed]), claim_margins(c, after[after.seed == seed])
+        except KeyError:
+            out.append(c['key'])
+            continue
+        if (a.get(seed, 0) > 0) != (b.get(seed, 0) > 0):
+            out.append(c['key'])
     return out
 
 def _read_csv_or_none(p: Path) -> pd.DataFrame|None:
@@ -728,7 +769,8 @@ def _update_ledger(res_dir: Path, nbs_dir: Path, stem: str) -> None:
         if claims:
             declare_pending(res_dir, nbs_dir, f're-reads the records of {stem}, re-run', min_seeds=0,
                             only=[f'^{c}$' for c in claims])
-    for nb, s in settle_pending(res_dir, nbs_dir): logger.info(f'{nb} seed {s} is current: taken off the re-run ledger')
+    for nb, s in settle_pending(res_dir, nbs_dir):
+        logger.info(f'{nb} seed {s} is current: taken off the re-run ledger')
 
 def _pending_selection(res_dir: Path, notebooks: list[Path], seeds) -> tuple[set, list[int]]:
     """The ledger's runs among `notebooks` (and `seeds`, None: all), and the seeds to pass to `runs_to_do`: theirs, and
@@ -759,7 +801,9 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
     main job, `compatrepro reproduce`'s default (seed 0 of every experiment notebook). Returns both plans."""
     known = Path(known); res_dir = Path(res_dir) if res_dir else known
     here, empty = plan_runs(known, runs), plan_runs(known, runs, empty_cache=True)
-    if not len(here): print('Nothing to run.'); return here, empty
+    if not len(here):
+        print('Nothing to run.')
+        return here, empty
     if again:
         what = (f"seed{'s' * (len(seeds) > 1)} {_seeds_text(seeds)} of "
                 + ('every experiment notebook: the main job' if main_job else f'{here.notebook.nunique()} notebook(s)'))
@@ -775,13 +819,16 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
           + f'\n  from an empty cache: {_plan_totals(empty, n_jobs)}'
           + f'\n  with the cache here: {_plan_totals(here, n_jobs)} ({default_cache_dir()})')
     unknown, low = sorted(set(here.notebook[here.minutes.isna()])), int(here.lower_bound.sum())
-    if unknown: print(f"No estimate for {', '.join(unknown)}: never ran.")
-    if low: print(f'{low} run(s) recorded before runs listed their models count only their own time.')
+    if unknown:
+        print(f"No estimate for {', '.join(unknown)}: never ran.")
+    if low:
+        print(f'{low} run(s) recorded before runs listed their models count only their own time.')
     if known != res_dir and not any((res_dir/'runs').glob('*.seed*.json')):
         print(f'The runs would write under {res_dir}, which holds no run yet (a relative --out is taken from the '
               'current folder).')
-    if not again: print('Start only what ends well before the session does: --only and --seeds choose a part, and each '
-                        'finished run can be committed.')
+    if not again:
+        print('Start only what ends well before the session does: --only and --seeds choose a part, and each '
+              'finished run can be committed.')
     return here, empty
 
 def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only: list[str]|None = None,
@@ -829,7 +876,8 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
                 load_claims(cl) if cl.exists() else [])
     before = {(j.nb.stem, j.params['seed']): snapshot(j.nb.stem, j.params['seed']) for j in todo}
     compared = {}
-    if len(status): logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
+    if len(status):
+        logger.info(f'{len(status)} run(s) are current and finished: skipped (--force reruns them)')
     # the longest first; the sort is stable: notebook order otherwise
     todo.sort(key=lambda j: -_expected_seconds(res_dir, j.nb.stem, j.params['seed']))
     n_jobs = jobs or (1 if scale == 'paper' else (os.cpu_count() or 1))
@@ -848,23 +896,27 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
                 f'{min(n_jobs, max(1, len(todo)))} at a time; results in {res_dir}')
     # each kernel counts its notebook's time left down from its plan (`12e_run_status`)
     for j, m in zip(todo, plan_runs(known, [(j.nb.stem, j.params['seed']) for j in todo]).minutes):
-        if m == m: j.env['COMPATREPRO_PLANNED_SECONDS'] = f'{m*60:.0f}'
+        if m == m:
+            j.env['COMPATREPRO_PLANNED_SECONDS'] = f'{m*60:.0f}'
     if pending_path(res_dir).exists():      # a committed results folder: what stops before its end stays listed
         list_started_runs(res_dir, nbs_dir, [(j.nb.stem, j.params['seed']) for j in todo])
     def done(job):
         seed = job.params['seed']
         _mark_finished(res_dir, job, seed)
         status[(job.nb.stem, seed)] = None if job.ok else job.error
-        if job.out.exists(): shutil.copyfile(job.out, res_dir/'notebooks'/f'{job.nb.stem}.ipynb')
+        if job.out.exists():
+            shutil.copyfile(job.out, res_dir/'notebooks'/f'{job.nb.stem}.ipynb')
         rec = res_dir/'records'/f'{job.nb.stem}.seed{seed}.csv'
         if job.ok and rec.exists():
             old, every, claims = before[(job.nb.stem, seed)]
             new = pd.read_csv(rec)
             c = compare_records(old, new,
                                 seed_spreads(every) if every is not None and every.seed.nunique() > 1 else None)
-            if old is not None and claims: c['claims_flipped'] = len(claim_sign_changes(claims, old, new, seed))
+            if old is not None and claims:
+                c['claims_flipped'] = len(claim_sign_changes(claims, old, new, seed))
             compared[(job.nb.stem, seed)] = c
-        if job.ok and pending_path(res_dir).exists(): _update_ledger(res_dir, nbs_dir, job.nb.stem)
+        if job.ok and pending_path(res_dir).exists():
+            _update_ledger(res_dir, nbs_dir, job.nb.stem)
     t0 = time.time()
     run_notebooks(todo, n_jobs, threads, show=show, on_done=done)
     csv_f, md = write_summary(res_dir)
@@ -874,10 +926,12 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
           f"Tables (mean ± std over seeds, beside the papers' numbers): {md}\nAll numbers: {csv_f}")
     if compared:
         cmp = pd.DataFrame([dict(notebook=n, seed=s, **c) for (n, s), c in sorted(compared.items())])
-        with atomic_path(res_dir/'rerun_comparison.csv') as tmp: cmp.to_csv(tmp, index=False)
+        with atomic_path(res_dir/'rerun_comparison.csv') as tmp:
+            cmp.to_csv(tmp, index=False)
         print(f"\nAgainst the records they replace{f' (in {base})' if compare_with else ''}: "
               f"{int((cmp['equal'] == cmp['values']).sum())} of {len(cmp)} run(s) gave equal records\n"
               + cmp.to_string(index=False))
-    if failed: print(f"\n{len(failed)} run(s) FAILED: " + ', '.join(f'{n} (seed {s})' for n, s in failed)
-                     + f"\nEach failed run's executed notebook and log are in {res_dir/'notebooks'}")
+    if failed:
+        print(f"\n{len(failed)} run(s) FAILED: " + ', '.join(f'{n} (seed {s})' for n, s in failed)
+              + f"\nEach failed run's executed notebook and log are in {res_dir/'notebooks'}")
     return status

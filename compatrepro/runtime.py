@@ -39,15 +39,18 @@ class ExperimentParams:
 
     def __post_init__(self):
         check_scale(self.scale)
-        try: self.seed = int(self.seed)
-        except (TypeError, ValueError): raise ValueError(f"seed must be an integer, got {self.seed!r}") from None
+        try:
+            self.seed = int(self.seed)
+        except (TypeError, ValueError):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}") from None
         if self.scale == 'paper' and not self.data_root:
             raise ValueError("scale='paper' needs data_root: the folder that holds the paper's datasets "
                              "(see docs/paper_scale.md for the layouts).")
         for k in ('epochs', 'batch_size'):
             v = getattr(self, k)
             if v is not None and int(v) <= 0: raise ValueError(f"{k} must be a positive integer, got {v!r}")
-        if self.ract_lrs is not None: self.ract_lrs = parse_lrs(self.ract_lrs)
+        if self.ract_lrs is not None:
+            self.ract_lrs = parse_lrs(self.ract_lrs)
         for k, least in (('image_size', 8), ('width', 1)):   # a rehearsal's cuts of the paper-scale backbones
             v = getattr(self, k)
             if v is None: continue
@@ -55,7 +58,8 @@ class ExperimentParams:
                 raise ValueError(f"{k}={v!r} is for scale='paper' (the stand-in's backbones are fixed); leave it out")
             if int(v) < least: raise ValueError(f"{k} must be an integer of at least {least}, got {v!r}")
             setattr(self, k, int(v))
-        if self.out_dir is None: self.out_dir = str(default_out_dir())
+        if self.out_dir is None:
+            self.out_dir = str(default_out_dir())
 
     @property
     def standin(self) -> bool:
@@ -71,11 +75,13 @@ class ExperimentParams:
         """The backbone `spec` as this run trains it: at the run's `image_size`, and its `width` if `spec` is a
         ResNet, where given."""
         kw = {} if self.image_size is None else {'image_size': self.image_size}
-        if self.width is not None and spec.arch.startswith('resnet'): kw['width'] = self.width
+        if self.width is not None and spec.arch.startswith('resnet'):
+            kw['width'] = self.width
         return dataclasses.replace(spec, **kw) if kw else spec
 
     @property
-    def torch_device(self) -> torch.device: return get_device(self.device)
+    def torch_device(self) -> torch.device:
+        return get_device(self.device)
 
     @property
     def results_dir(self) -> Path:
@@ -86,7 +92,8 @@ class ExperimentParams:
 def seed_everything(seed: int, deterministic: bool = True) -> torch.Generator:
     "Seed `random`, NumPy and torch; return a torch CPU generator seeded with `seed`."
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
-    if torch.cuda.is_available(): torch.cuda.manual_seed_all(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
     if deterministic:
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     return torch.Generator().manual_seed(seed)
@@ -105,7 +112,8 @@ def set_threads(n: int|None) -> int:
     if n is not None:
         n = int(n)
         if n < 1: raise ValueError(f"threads must be a positive integer, got {n}")
-        if torch.get_num_threads() != n: torch.set_num_threads(n)
+        if torch.get_num_threads() != n:
+            torch.set_num_threads(n)
     return torch.get_num_threads()
 
 # %% ../nbs/00a_runtime.ipynb #2a8a8ac2
@@ -127,7 +135,8 @@ class ArtifactCache:
                                                  # made
         self._open: list[dict] = []             # per open make: seconds of the makes nested in it, artifacts it used
 
-    def path(self, kind: str, spec: dict) -> Path: return self.root/kind/f'{spec_key(kind, spec)}.pt'
+    def path(self, kind: str, spec: dict) -> Path:
+        return self.root/kind/f'{spec_key(kind, spec)}.pt'
 
     def checkpoint_path(self, kind: str, spec: dict) -> Path:
         "Where the resumable checkpoint of an artifact being made lives (beside the cache)."
@@ -138,17 +147,20 @@ class ArtifactCache:
         p.parent.mkdir(parents=True, exist_ok=True)
         return FileLock(str(p))
 
-    def __contains__(self, ks) -> bool: return self.path(*ks).exists()
+    def __contains__(self, ks) -> bool:
+        return self.path(*ks).exists()
 
     def load(self, kind: str, spec: dict):
         p = self.path(kind, spec)
-        try: return torch.load(p, map_location='cpu', weights_only=False)
+        try:
+            return torch.load(p, map_location='cpu', weights_only=False)
         except Exception as e:
             raise RuntimeError(f"the cached {kind} at {p} could not be read ({e}); delete it to rebuild it") from e
 
     def save(self, kind: str, spec: dict, obj, seconds: float|None = None, uses: dict|None = None) -> Path:
         p = self.path(kind, spec)
-        with atomic_path(p) as tmp: torch.save(obj, tmp)
+        with atomic_path(p) as tmp:
+            torch.save(obj, tmp)
         # the spec beside the artifact says what made it, for people browsing the cache, and what making it took
         side = ({'kind': kind, 'spec': _canon(spec)} | ({} if seconds is None else {'seconds': round(seconds, 3)})
                 | ({} if uses is None else {'uses': uses}))
@@ -156,8 +168,10 @@ class ArtifactCache:
         return p
 
     def _written(self, kind: str, spec: dict) -> dict:
-        try: return json.loads(self.path(kind, spec).with_suffix('.json').read_text())
-        except (OSError, ValueError): return {}
+        try:
+            return json.loads(self.path(kind, spec).with_suffix('.json').read_text())
+        except (OSError, ValueError):
+            return {}
 
     def make_seconds(self, kind: str, spec: dict, obj=None) -> float|None:
         """Seconds that making the artifact took: what its `make` took in the run that saved it, less the artifacts
@@ -175,20 +189,25 @@ class ArtifactCache:
         "Note `obj` as used (with the artifacts its make used, which a later run that loads it needs as much)."
         got = ({f'{kind}/{spec_key(kind, spec)}': self.make_seconds(kind, spec, obj)}
                | self._written(kind, spec).get('uses', {}))
-        for d in [self.used] + [f['uses'] for f in self._open]: d.update(got)
+        for d in [self.used] + [f['uses'] for f in self._open]:
+            d.update(got)
         return obj
 
     def _timed_make(self, make):
         """(make(), its seconds less those of the makes nested in it, the artifacts it used); a nested make's seconds
         go to the make around it."""
         t0 = time.time(); self._open.append(dict(inner=0., uses={}))
-        try: obj = make()
-        finally: frame = self._open.pop()
+        try:
+            obj = make()
+        finally:
+            frame = self._open.pop()
         took = time.time() - t0
-        if self._open: self._open[-1]['inner'] += took
+        if self._open:
+            self._open[-1]['inner'] += took
         return obj, took - frame['inner'], frame['uses']
 
-    def _made(self, kind: str, spec: dict, took: float): self.made[f'{kind}/{spec_key(kind, spec)}'] = round(took, 3)
+    def _made(self, kind: str, spec: dict, took: float):
+        self.made[f'{kind}/{spec_key(kind, spec)}'] = round(took, 3)
 
     def get_or_make(self, kind: str, spec: dict, make: Callable[[], Any], what: str|None = None):
         """The cached artifact of (`kind`, `spec`); on a miss, `make()` runs under the key's lock and its result is
@@ -197,13 +216,16 @@ class ArtifactCache:
         key, what = spec_key(kind, spec), what or kind
         if _distributed():
             obj, took, uses = self._timed_make(make)
-            if _rank() == 0: self.save(kind, spec, obj, took, uses)
+            if _rank() == 0:
+                self.save(kind, spec, obj, took, uses)
             self._made(kind, spec, took)
             return self._use(kind, spec, obj)
         lk = self.lock(kind, spec)
-        try: lk.acquire(timeout=0)
+        try:
+            lk.acquire(timeout=0)
         except Timeout:
-            with stage(f'waiting for {what} ({kind} {key}): another run is making it'): lk.acquire()
+            with stage(f'waiting for {what} ({kind} {key}): another run is making it'):
+                lk.acquire()
         try:
             # made by the run we waited for
             if (kind, spec) in self: return self._use(kind, spec, self.load(kind, spec))
@@ -212,7 +234,8 @@ class ArtifactCache:
             self.checkpoint_path(kind, spec).unlink(missing_ok=True)
             logger.info(f'made {what} ({kind} {key}) in {took:.1f}s')
             return self._use(kind, spec, obj)
-        finally: lk.release()
+        finally:
+            lk.release()
 
 # %% ../nbs/00a_runtime.ipynb #9e77c55a
 def default_workers(local_processes: int|None = None) -> int:
@@ -236,7 +259,8 @@ class RunContext:
     used: dict = field(default_factory=dict)   # name -> version of the methods, recipes and data used so far
 
     def __post_init__(self):
-        if self.cache is None or isinstance(self.cache, (str, Path)): self.cache = ArtifactCache(self.cache)
+        if self.cache is None or isinstance(self.cache, (str, Path)):
+            self.cache = ArtifactCache(self.cache)
 
     @classmethod
     def from_env(cls, **kw) -> 'RunContext':
@@ -248,7 +272,8 @@ class RunContext:
         return cls(**(d | {k: v for k, v in kw.items() if v is not None}))
 
     @property
-    def torch_device(self) -> torch.device: return get_device(self.device)
+    def torch_device(self) -> torch.device:
+        return get_device(self.device)
 
     def note(self, versions: dict) -> None:
         "Record that this run used artifacts made with `versions` ({name: version})."
@@ -261,7 +286,8 @@ _CONTEXT: list[RunContext] = []
 
 def current_context() -> RunContext:
     "The installed run context (`set_context`), else one made from the environment (and installed)."
-    if not _CONTEXT: _CONTEXT.append(RunContext.from_env())
+    if not _CONTEXT:
+        _CONTEXT.append(RunContext.from_env())
     return _CONTEXT[-1]
 
 def set_context(ctx: RunContext) -> RunContext:
@@ -274,5 +300,7 @@ def set_context(ctx: RunContext) -> RunContext:
 def using_context(ctx: RunContext):
     "Use `ctx` inside the block, then go back to the one before (tests, or a second cache)."
     _CONTEXT.append(ctx)
-    try: yield ctx
-    finally: _CONTEXT.remove(ctx)
+    try:
+        yield ctx
+    finally:
+        _CONTEXT.remove(ctx)

@@ -94,8 +94,10 @@ class BackboneSpec:
         if self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs} is longer than epochs={self.epochs}")
         self.milestones = tuple(self.milestones)
-        if isinstance(self.compat, dict): self.compat = CompatSpec(**self.compat)
-        if isinstance(self.pretrained, dict): self.pretrained = BackboneSpec(**self.pretrained)
+        if isinstance(self.compat, dict):
+            self.compat = CompatSpec(**self.compat)
+        if isinstance(self.pretrained, dict):
+            self.pretrained = BackboneSpec(**self.pretrained)
         if isinstance(self.pretrained, BackboneSpec) and self.pretrained.arch != self.arch:
             raise ValueError(f"pretrained is a {self.pretrained.arch} but arch={self.arch!r}: pre-train the same "
                              "architecture")
@@ -112,7 +114,8 @@ class BackboneSpec:
         if self.to_old == 'linear' and self.compat is None:
             raise ValueError("to_old='linear' maps the embedding to the old model's dims for the compat terms: it "
                              "needs a compat term")
-        if isinstance(self.compat, (list, tuple)): self.compat = _compat_tuple(self.compat)
+        if isinstance(self.compat, (list, tuple)):
+            self.compat = _compat_tuple(self.compat)
         if any(c.positive == 'intra-class' for c in compat_terms(self)) and not (self.per_class or 0) >= 2:
             raise ValueError("positive='intra-class' takes each anchor's positive from the images the pre-sampler puts "
                              "in its batch with it: it needs class-balanced batches, per_class >= 2 (got "
@@ -158,7 +161,8 @@ class CompatSpec:
         if self.method == 'bct-kd' and self.T is not None:
             raise ValueError("bct-kd distils the old classifier's own softmax (BCT App. A: its temperature is the "
                              f"cosine margin loss's, 32, the head's scale); T={self.T} would divide its logits again")
-        if isinstance(self.old, dict): self.old = BackboneSpec(**self.old)
+        if isinstance(self.old, dict):
+            self.old = BackboneSpec(**self.old)
         if any(c.old is None for c in compat_terms(self.old)):
             raise ValueError("the old model's own compat spec is incomplete")
 
@@ -315,15 +319,18 @@ def backbone_key(spec: BackboneSpec) -> dict:
     """The cache key of a backbone: its spec, the trainer's CODE_VERSION and its compat method's version, if any
     (with several terms, {method: version} of those with one)."""
     key = {'spec': spec, 'code_version': CODE_VERSION}
-    if (v := _compat_version(spec)) is not None: key['compat_version'] = v
+    if (v := _compat_version(spec)) is not None:
+        key['compat_version'] = v
     return key
 
 # %% ../nbs/06a_specs.ipynb #f28b041b
 def simclr_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> BackboneSpec:
     "The side-information model of FastFill App. B.2: a SimCLR backbone on `split` (the old model's training split)."
     kw = dict(objective='simclr', augment=True, label_smoothing=0.)
-    if scale == 'paper': kw['arch'] = 'resnet50'
-    else: kw['epochs'] = max(1, STANDIN_RECIPES[scale][0]['epochs']//2)   # two views an image: the old model's compute
+    if scale == 'paper':
+        kw['arch'] = 'resnet50'
+    else:
+        kw['epochs'] = max(1, STANDIN_RECIPES[scale][0]['epochs']//2)   # two views an image: the old model's compute
     return backbone_spec(split, scale, seed, **(kw | overrides))
 
 # %% ../nbs/06a_specs.ipynb #a66ede2e
@@ -371,7 +378,8 @@ class TransformationSpec:
 
     def __post_init__(self):
         for k in ('old', 'new', 'side_info'):
-            if isinstance(getattr(self, k), dict): setattr(self, k, BackboneSpec(**getattr(self, k)))
+            if isinstance(getattr(self, k), dict):
+                setattr(self, k, BackboneSpec(**getattr(self, k)))
         if self.objective not in FASTFILL_OBJECTIVES + RM_OBJECTIVES:
             raise ValueError(f"objective {self.objective!r} is unknown; use one of "
                              f"{FASTFILL_OBJECTIVES + RM_OBJECTIVES}")
@@ -387,7 +395,8 @@ class TransformationSpec:
                              "fresh view")
 
     @property
-    def kind(self) -> str: return 'rm' if self.objective in RM_OBJECTIVES else 'fct'
+    def kind(self) -> str:
+        return 'rm' if self.objective in RM_OBJECTIVES else 'fct'
 
 def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = 'l2+disc+uncert', seed: int = 0,
                         **overrides) -> TransformationSpec:
@@ -395,13 +404,16 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
     kw = dict(old=old, new=new, objective=objective, seed=seed)
     if objective in RM_OBJECTIVES:   # RM sec. 5.2; per_class: our choice (`06a_specs`), so that mined positives exist
         kw.update(lr=1e-4, weight_decay=0., epochs=50, warmup_epochs=0., freeze_bn_epoch=None, per_class=RM_PER_CLASS)
-        if objective != 'rqt': kw.update(tau=RM_TAU)   # eq. 9 has no softmax
+        if objective != 'rqt':
+            kw.update(tau=RM_TAU)   # eq. 9 has no softmax
     if new.scale in STANDIN_SCALES:
         r = STANDIN_TRANSFORMATION_RECIPES[new.scale]
         e = r['epochs_rm'] if objective in RM_OBJECTIVES else r['epochs']
         kw.update(epochs=e, batch_size=r['batch_size'], inner_dim=r['inner_dim'])
-        if objective in RM_OBJECTIVES: kw.update(views=r['views_rm'])
-        else: kw.update(warmup_epochs=e/16, freeze_bn_epoch=e/2)
+        if objective in RM_OBJECTIVES:
+            kw.update(views=r['views_rm'])
+        else:
+            kw.update(warmup_epochs=e/16, freeze_bn_epoch=e/2)
     kw.update(overrides)
     if 'warmup_epochs' not in overrides:   # as `backbone_spec`: a run cut short warms up for at most its own length
         kw['warmup_epochs'] = min(kw.get('warmup_epochs', TransformationSpec.warmup_epochs),
@@ -414,8 +426,10 @@ def transformation_key(spec: TransformationSpec) -> dict:
     key = {'spec': spec, 'code_version': CODE_VERSION}
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
-    if versions: key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
-    if spec.new.scale not in STANDIN_SCALES: key['view'] = 'same'   # paper scale trains on one view per step (see the
+    if versions:
+        key['compat_versions'] = versions   # only then: the keys of other transformations stay as they were
+    if spec.new.scale not in STANDIN_SCALES:
+        key['view'] = 'same'   # paper scale trains on one view per step (see the
                                                                     # trainer)
     return key
 
@@ -425,8 +439,10 @@ PAPER_RECIPE_VERSION = 3  # bump when a paper-scale default of `backbone_spec` o
                           # 2: the transformation trains on one augmented view per step through both models
                           # 3: RM's contrastive losses at RM_TAU
 register_version('trainer', CODE_VERSION)
-for _m in COMPAT_METHODS: register_version(f'compat:{_m}', COMPAT_VERSIONS.get(_m, 1))
-for _o in FASTFILL_OBJECTIVES + RM_OBJECTIVES: register_version(f'objective:{_o}', OBJECTIVE_VERSIONS.get(_o, 1))
+for _m in COMPAT_METHODS:
+    register_version(f'compat:{_m}', COMPAT_VERSIONS.get(_m, 1))
+for _o in FASTFILL_OBJECTIVES + RM_OBJECTIVES:
+    register_version(f'objective:{_o}', OBJECTIVE_VERSIONS.get(_o, 1))
 for _s in STANDIN_SCALES:
     register_version(f'recipe:{_s}', content_version(STANDIN_RECIPES[_s], STANDIN_TRANSFORMATION_RECIPES[_s]))
 register_version('recipe:paper', PAPER_RECIPE_VERSION)

@@ -101,4 +101,5 @@ def family_images(cfg: GlyphConfig, family: str) -> tuple[int, int]:
     return cfg.n_train, (cfg.ijbc_images if family == 'ijbc' else cfg.n_eval)
 
 # the config itself (not asdict), as the cache keys of the universe take it
-for _s, _c in STANDIN_CONFIGS.items(): register_version(f'glyphs:{_s}', f'{GLYPH_VERSION}-{content_version(_c)}')
+for _s, _c in STANDIN_CONFIGS.items():
+    register_version(f'glyphs:{_s}', f'{GLYPH_VERSION}-{content_version(_c)}')

@@ -78,7 +78,8 @@ class CompatTerm:
                              "2")
         self.per_class = per_class
         self.old = old.to(device).eval()
-        for p in self.old.parameters(): p.requires_grad_(False)
+        for p in self.old.parameters():
+            p.requires_grad_(False)
         h = self.old.head
         self.kw = h.loss_kw
         self.T = cspec.T if cspec.T is not None else (h.scale if h.kind != 'linear' else 2.0)
@@ -105,7 +106,8 @@ class CompatTerm:
                     Wn = F.normalize(Wn, dim=1) * self.W.norm(dim=1).mean()
                 self.W = torch.cat([self.W, Wn])
                 self.ids = torch.cat([self.ids, torch.as_tensor(new, device=self.ids.device)])
-                if self.b is not None: self.b = torch.cat([self.b, self.b.mean().expand(len(new))])
+                if self.b is not None:
+                    self.b = torch.cat([self.b, self.b.mean().expand(len(new))])
         # only for its label -> row map
         self.syn_head = ClassifierHead(self.W.shape[1], self.ids.cpu(), 'linear').to(device)
 
@@ -189,7 +191,8 @@ class _IdentityBackbone(nn.Module):
     def __init__(self, d, class_ids, head='linear'):
         super().__init__()
         self.head = ClassifierHead(d, class_ids, head)
-    def forward(self, x): return x.flatten(1).float()
+    def forward(self, x):
+        return x.flatten(1).float()
 
 # %% ../nbs/07_train.ipynb #f8e6ebc9
 def dist_setup(device: torch.device) -> tuple[int, int, torch.device]:
@@ -202,11 +205,14 @@ def dist_setup(device: torch.device) -> tuple[int, int, torch.device]:
         backend = 'nccl' if device.type == 'cuda' else 'gloo'
         dist.init_process_group(backend)
     rank, local = dist.get_rank(), int(os.environ.get('LOCAL_RANK', '0'))
-    if device.type == 'cuda': device = torch.device('cuda', local); torch.cuda.set_device(device)
+    if device.type == 'cuda':
+        device = torch.device('cuda', local)
+        torch.cuda.set_device(device)
     return rank, dist.get_world_size(), device
 
 def _barrier(world):
-    if world > 1 or torch.distributed.is_initialized(): torch.distributed.barrier()
+    if world > 1 or torch.distributed.is_initialized():
+        torch.distributed.barrier()
 
 # %% ../nbs/07_train.ipynb #448e9bc3
 class TrainingInterrupted(RuntimeError):
@@ -214,20 +220,24 @@ class TrainingInterrupted(RuntimeError):
 
 def _rng_state() -> dict:
     s = dict(torch=torch.get_rng_state(), numpy=np.random.get_state(), python=random.getstate())
-    if torch.cuda.is_available(): s['cuda'] = torch.cuda.get_rng_state_all()
+    if torch.cuda.is_available():
+        s['cuda'] = torch.cuda.get_rng_state_all()
     return s
 
 def _set_rng_state(s: dict):
     torch.set_rng_state(s['torch']); np.random.set_state(s['numpy']); random.setstate(s['python'])
-    if 'cuda' in s and torch.cuda.is_available(): torch.cuda.set_rng_state_all(s['cuda'])
+    if 'cuda' in s and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s['cuda'])
 
 def _save_ckpt(path, **state):
     if path is None: return
-    with atomic_path(path) as tmp: torch.save(state, tmp)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
 
 def _load_ckpt(path):
     if path is None or not Path(path).exists(): return None
-    try: return torch.load(path, map_location='cpu', weights_only=False)
+    try:
+        return torch.load(path, map_location='cpu', weights_only=False)
     except Exception as e:
         logger.warning(f"checkpoint {path} is unreadable ({e}); starting from scratch")
         return None
@@ -276,7 +286,9 @@ class _Net(nn.Module):
     """features, logits and what the compat terms see in one forward, so that DDP sees the head's (and `to_old`'s)
     parameters used; with `proj`, SimCLR's $z=g(f)$ instead of logits. The compat terms see $f$, or `to_old(f)` when
     the model has BCT sec. 3.6's linear transformer."""
-    def __init__(self, m, proj=None): super().__init__(); self.m, self.proj = m, proj
+    def __init__(self, m, proj=None):
+        super().__init__()
+        self.m, self.proj = m, proj
     def forward(self, x, labels):
         f = self.m(x)
         to_old = getattr(self.m, 'to_old', None)
@@ -358,7 +370,8 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     seed_everything(spec.seed)
     ds = model_input(ds, spec)
     model = initial_model(spec, ds)
-    if pretrained is not None: load_pretrained(model, pretrained)
+    if pretrained is not None:
+        load_pretrained(model, pretrained)
     model = to_device(model, device)
     simclr = spec.objective == 'simclr'
     if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
@@ -383,7 +396,8 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     start, history = 0, []
     if (ck := _load_ckpt(ckpt_path)) is not None:
         model.load_state_dict(ck['model']); opt.load_state_dict(ck['optimizer']); sched.load_state_dict(ck['scheduler'])
-        if proj is not None: proj.load_state_dict(ck['proj'])
+        if proj is not None:
+            proj.load_state_dict(ck['proj'])
         scaler.load_state_dict(ck['scaler']); _set_rng_state(ck['rng']); start, history = ck['epoch'], ck['history']
         logger.info(f"resuming {spec.arch} on {spec.split} from {ckpt_path} after epoch {start}")
     cl = device.type == 'cuda' and not spec.arch.startswith('vit')
@@ -396,14 +410,20 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
                        f'{spec.arch} {spec.split} epoch {epoch+1}/{spec.epochs}' + (' (SimCLR)' if simclr else ''),
                        total=steps, show=show_progress and rank == 0)
         for x, y in bar:
-            if simclr: x = torch.cat([x[:, 0], x[:, 1]])   # both views in one forward; the labels are never read
-            if two_views: x, x_old = x[:, 0], x[:, 1]       # RACT Alg. 1: x_new = aug(x), x_old = aug(x)
-            if cl: x = x.contiguous(memory_format=torch.channels_last)
+            if simclr:
+                x = torch.cat([x[:, 0], x[:, 1]])   # both views in one forward; the labels are never read
+            if two_views:
+                x, x_old = x[:, 0], x[:, 1]   # RACT Alg. 1: x_new = aug(x), x_old = aug(x)
+            if cl:
+                x = x.contiguous(memory_format=torch.channels_last)
             with autocast(device, use_amp):
                 phi, out, phi_compat = net(x, y)
-                if simclr: loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
-                else: loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
-                if compat is not None: loss = loss + compat(x_old if two_views else x, y, phi_compat, model.head)
+                if simclr:
+                    loss = L.nt_xent_loss(*out.float().chunk(2), tau=spec.simclr_tau)
+                else:
+                    loss = L.label_smoothing_ce(out.float(), model.head.targets(y), eps=spec.label_smoothing)
+                if compat is not None:
+                    loss = loss + compat(x_old if two_views else x, y, phi_compat, model.head)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); sched.step()
             tot += loss.detach(); n += 1
@@ -443,7 +463,8 @@ def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch
     out = net(phi_old, side)
     h, log_sigma2 = out if isinstance(out, tuple) else (out, None)
     parts = []
-    if 'l2' in o: parts.append(L.fct_l2_loss(h, phi_new, reduction='none'))
+    if 'l2' in o:
+        parts.append(L.fct_l2_loss(h, phi_new, reduction='none'))
     if 'disc' in o:
         if new_head is None: raise ValueError(f"objective {o!r} needs the new model's classifier head (kappa_new)")
         eps = spec.label_smoothing if spec.label_smoothing is not None else (0.1 if new_head.kind == 'linear' else 0.)
@@ -452,7 +473,8 @@ def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch
     if 'uncert' in o:
         if log_sigma2 is None:
             raise ValueError("an '+uncert' objective needs a transformation with the uncertainty head psi")
-        if not spec.psi_grad_to_h: log_sigma2 = net.psi(h.detach()).squeeze(1)   # psi learns; h feels only L/sigma^2
+        if not spec.psi_grad_to_h:
+            log_sigma2 = net.psi(h.detach()).squeeze(1)   # psi learns; h feels only L/sigma^2
         lam = {'lam': spec.lam} if spec.lam is not None else {'d': h.shape[1]}
         return L.fastfill_uncertainty_loss(per, log_sigma2, **lam)
     return per.mean()
@@ -460,7 +482,8 @@ def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch
 # %% ../nbs/07_train.ipynb #749556ea
 def _bn_eval(net: nn.Module, frozen: bool):
     net.train()
-    if frozen: net.eval()   # as the FCT code: the whole network in eval mode, BatchNorm statistics fixed
+    if frozen:
+        net.eval()   # as the FCT code: the whole network in eval mode, BatchNorm statistics fixed
 
 def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_new: torch.Tensor, labels: torch.Tensor,
                          new_head: ClassifierHead|None = None, side: torch.Tensor|None = None, *,
@@ -494,7 +517,8 @@ def train_transformation(spec: TransformationSpec, phi_old: torch.Tensor, phi_ne
     def batches(epoch):
         v = epoch % V
         rows = epoch_rows(n, spec.batch_size, _epoch_generator(spec.seed, epoch), spec.per_class, labels).to(device)
-        for idx in rows: yield Xo[v][idx], Xn[v][idx], Y[idx], None if S is None else S[v][idx]
+        for idx in rows:
+            yield Xo[v][idx], Xn[v][idx], Y[idx], None if S is None else S[v][idx]
     dims = (phi_old.shape[-1], phi_new.shape[-1], None if side is None else side.shape[-1])
     t0 = time.time()
     art = _fit_transformation(spec, dims, steps, batches, new_head, checkpoint, device, stop_after, show_progress)
@@ -547,7 +571,8 @@ TRANSFORMATION_CKPT_SECONDS = 60   # RM's transformations run 50 epochs of secon
 def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device, stop_after, show_progress):
     "The loop of both trainers: `batches(epoch)` yields `steps` tuples (phi_old, phi_new, labels, side or None)."
     saved_at = time.time()
-    if new_head is not None: new_head = copy.deepcopy(new_head).to(device).requires_grad_(False)
+    if new_head is not None:
+        new_head = copy.deepcopy(new_head).to(device).requires_grad_(False)
     seed_everything(spec.seed)
     d_old, d_new, d_side = dims
     if spec.kind == 'fct':
@@ -562,7 +587,8 @@ def _fit_transformation(spec, dims, steps, batches, new_head, ckpt_path, device,
                                                                               weight_decay=spec.weight_decay)
     if spec.lr_steps_per == 'epoch':   # FCT's code: lr*(e+1)/warmup, then cosine over the epoch index e
         factor = lambda s: lr_factor(s//steps, 1, spec.epochs, 'cosine', spec.warmup_epochs)
-    else: factor = lambda s: lr_factor(s, steps, spec.epochs, 'cosine', spec.warmup_epochs)
+    else:
+        factor = lambda s: lr_factor(s, steps, spec.epochs, 'cosine', spec.warmup_epochs)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     start, history = 0, []
     if (ck := _load_ckpt(ckpt_path)) is not None:

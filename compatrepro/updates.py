@@ -105,10 +105,12 @@ def update_curves(setups: dict, labels, fractions=None, metrics=('top1', 'top5',
         with stage(f'backfilling curves of {name} ({len(s.order)} gallery items)'):
             # None: the call is exactly the mixed-gallery one
             kw = {} if s.query_old is None else {'query_old': s.query_old}
-            if relevance is not None: kw['relevance'] = relevance
+            if relevance is not None:
+                kw['relevance'] = relevance
             curves[name] = backfill_curve(*args, fractions, metrics=metrics, distance=distance,
                                           query_is_gallery=query_is_gallery, **kw)
-            if steps: step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery, **kw)
+            if steps:
+                step[name] = step_curve(*args, distance=distance, query_is_gallery=query_is_gallery, **kw)
     return curves, step
 
 def curve_tilde(name: str, curve: pd.DataFrame, steps: dict, metric: str) -> float:

@@ -99,7 +99,8 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
                          f"np.asarray({objects[0]}, dtype=np.float32) (only labels may be strings)")
     for k in ('gallery_old', 'gallery_new', 'query_new', 'query_old', 'gallery_logits', 'train_old', 'train_new',
               'new_classifier'):
-        if k in F: F[k] = as_features(F[k], k, device=dev)
+        if k in F:
+            F[k] = as_features(F[k], k, device=dev)
     n = len(F['gallery_old'])
     if len(F['gallery_new']) != n:
         raise ValueError(f"gallery_new has {len(F['gallery_new'])} rows but gallery_old has {n}: both embed the same "
@@ -138,7 +139,8 @@ def upgrade_features(arrays: Mapping, device=None) -> dict:
                 raise ValueError(f"{k} has dimension {F[k].shape[1]} but {g} has {F[g].shape[1]}: both are the same "
                                  "model's")
         F['train_labels'] = _label_vector(F['train_labels'], len(F['train_old']), 'train_labels', 'train_old')
-    if any(k in F for k in UPGRADE_CLASSIFIER): _check_classifier(F)
+    if any(k in F for k in UPGRADE_CLASSIFIER):
+        _check_classifier(F)
     for k in [k for k in F if k.startswith('score_')]:
         s = np.asarray(F[k], dtype=np.float64)
         if s.shape != (n,) or not np.isfinite(s).all():
@@ -161,7 +163,8 @@ class _PlainValues(pickle.Unpickler):
 def _npz_arrays(path: Path) -> dict:
     """The arrays of the .npz file `path` by name. numpy.savez pickles an array of Python objects (labels saved as
     strings with dtype=object): such an array is read by `_PlainValues`, which builds strings and numbers alone."""
-    with open(path, 'rb') as f: npy = f.read(6) == b'\x93NUMPY'
+    with open(path, 'rb') as f:
+        npy = f.read(6) == b'\x93NUMPY'
     what = 'a .npy file of one array, numpy.save' if npy else 'not a zip archive'
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{path} is not an .npz file ({what}): save the upgrade's arrays by name, "
@@ -173,8 +176,11 @@ def _npz_arrays(path: Path) -> dict:
                 raise ValueError(f"{path} holds {k}, which is not an array of numpy.savez")
             with z.zip.open(f'{k}.npy') as f:
                 header = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
-                if not header(f)[2].hasobject: out[k] = z[k]; continue
-                try: out[k] = _PlainValues(f).load()
+                if not header(f)[2].hasobject:
+                    out[k] = z[k]
+                    continue
+                try:
+                    out[k] = _PlainValues(f).load()
                 except pickle.UnpicklingError as e:
                     raise ValueError(f"{k} holds Python objects other than strings and numbers ({e}): save it as an "
                                      "array of numbers, or of strings (.astype(str))") from None
@@ -186,7 +192,8 @@ def load_upgrade_features(path: str|Path, device=None) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (an .npz of the upgrade's arrays, numpy.savez)")
-    try: arrays = _npz_arrays(path)
+    try:
+        arrays = _npz_arrays(path)
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise ValueError(f"{path} cannot be read as an .npz file of arrays (numpy.savez): {e}") from None
     return upgrade_features(arrays, device)
@@ -209,7 +216,8 @@ def model_pairs(F: dict) -> dict[str, tuple]:
     """{'(query model, gallery model)': (query, gallery)} that the upgrade `F` can evaluate: '(old, old)' with old
     queries, '(new, old)' when the new features have the old ones' dimension, and '(new, new)'."""
     p = {'(old, old)': (F['query_old'], F['gallery_old'])} if 'query_old' in F else {}
-    if F['query_new'].shape[1] == F['gallery_old'].shape[1]: p['(new, old)'] = (F['query_new'], F['gallery_old'])
+    if F['query_new'].shape[1] == F['gallery_old'].shape[1]:
+        p['(new, old)'] = (F['query_new'], F['gallery_old'])
     p['(new, new)'] = (F['query_new'], F['gallery_new'])
     return p
 
@@ -283,7 +291,8 @@ def upgrade_curves(F: dict, orders: dict, fractions=None, metrics=('top1', 'mAP'
     out = {}
     for name, order in orders.items():
         with stage(f'backfilling curve of the {name} order ({len(order)} gallery items)'):
-            if mixed: out[f'{name}{label}'] = backfill_curve(*args, order, fractions, **kw)
+            if mixed:
+                out[f'{name}{label}'] = backfill_curve(*args, order, fractions, **kw)
             if 'query_old' in F:
                 out[f'{name}{label}, rank merge'] = backfill_curve(*args, order, fractions,
                                                                    query_old=F['query_old'], **kw)
@@ -331,7 +340,8 @@ def plot_upgrade(curves: dict, compatibility: pd.DataFrame, title: str = ''):
                             sharey='col')
     for row, (how, cs) in zip(axs, rows.items()):
         for ax, m in zip(row, metrics):
-            if m.startswith('NFR'): plot_nfr_curves(cs, m, f'{m}, {how}', ax=ax)
+            if m.startswith('NFR'):
+                plot_nfr_curves(cs, m, f'{m}, {how}', ax=ax)
             else:
                 refs = {p: compatibility.loc[m, p] for p in ('(old, old)', '(new, new)')
                         if p in compatibility and m in compatibility.index}
@@ -358,18 +368,21 @@ def upgrade_report(features, out: str|Path|None = None, points: int = 11, metric
     recipe, e.g. `epochs`) and evaluated beside the upgrade as given. With `out`, writes compatibility.csv, curves.csv,
     summary.csv and curves.png there (only the first where there are no curves: `note` says why), and each
     transformation as transformation_<method>.pt (`torch.load`, then `load_transformation`)."""
-    if out is not None: _check_report_folder(Path(out))   # before any work: a report that cannot be written loses it
+    if out is not None:
+        _check_report_folder(Path(out))   # before any work: a report that cannot be written loses it
     F = (load_upgrade_features if isinstance(features, (str, Path)) else upgrade_features)(features, device)
     if int(points) != points or points < 2:
         raise ValueError(f"points must be an integer >= 2 (0 % and 100 % included), got {points}")
     # bad input fails before any training
-    for m in transforms: upgrade_transformation_spec(F, m, seed, distance, **transform_overrides)
+    for m in transforms:
+        upgrade_transformation_spec(F, m, seed, distance, **transform_overrides)
     T = {m: transformed_upgrade(F, m, train_upgrade_transformation(F, m, seed, distance, show_progress,
                                                                    **transform_overrides))
          for m in dict.fromkeys(transforms)}
     with stage('compatibility of the old and new features'):
         values = pair_values(F, metrics, distance)
-        for t in T.values(): values |= pair_values(t.arrays, metrics, distance, t.pairs)
+        for t in T.values():
+            values |= pair_values(t.arrays, metrics, distance, t.pairs)
         compat = compatibility_table(F, metrics, distance, values,
                                      ('(new, old)', *(next(iter(t.pairs)) for t in T.values())))
     arts = {m: t.artifact for m, t in T.items()}
@@ -406,15 +419,18 @@ def _written(r: UpgradeReport, out) -> UpgradeReport:
     if out is None: return r
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     writers = {'compatibility.csv': r.compatibility.to_csv}
-    if r.curves: writers |= {'summary.csv': r.summary.to_csv, 'curves.csv': pd.concat(r.curves, names=['curve']).to_csv}
+    if r.curves:
+        writers |= {'summary.csv': r.summary.to_csv, 'curves.csv': pd.concat(r.curves, names=['curve']).to_csv}
     writers |= {f'transformation_{m}.pt': lambda p, art=art: torch.save(art, p) for m, art in r.transformations.items()}
-    if r.figure is not None: writers['curves.png'] = lambda p: r.figure.savefig(p, dpi=120, format='png')
+    if r.figure is not None:
+        writers['curves.png'] = lambda p: r.figure.savefig(p, dpi=120, format='png')
     mode = _file_mode()
     with ExitStack() as files:
         for name, write in writers.items():
             tmp = files.enter_context(atomic_path(out/name)); write(tmp); os.chmod(tmp, mode)
     for f in [out/'summary.csv', out/'curves.csv', out/'curves.png', *out.glob('transformation_*.pt')]:
-        if f.name not in writers: f.unlink(missing_ok=True)
+        if f.name not in writers:
+            f.unlink(missing_ok=True)
     return r
 
 # %% ../nbs/97_upgrade.ipynb #793b105a
@@ -449,7 +465,8 @@ def example_upgrade(seed: int = 0, n_classes: int = 20, per_class: int = 10, d: 
 def upgrade_batch_size(n: int, recipe: int = 1024) -> int:
     "The recipe's batch, halved while an epoch of `n` training images has fewer than eight steps (at least 8)."
     b = recipe
-    while b > 8 and n < 8 * b: b //= 2
+    while b > 8 and n < 8 * b:
+        b //= 2
     if n < b:
         raise ValueError(f"{n} training images are fewer than one batch of {b}: give more train_old/train_new rows")
     return b
@@ -466,8 +483,10 @@ def upgrade_transformation_spec(F: dict, method: str, seed: int = 0, distance: s
     dims = [BackboneSpec(scale='paper', emb_dim=F[k].shape[1]) for k in ('train_old', 'train_new')]
     objective, kw = UPGRADE_TRANSFORMS[method], dict(seed=seed)
     # no kappa_new: no L_disc
-    if 'disc' in objective and 'new_classifier' not in F: objective = objective.replace('disc+', '')
-    if method == 'RM': kw.update(psi_blocks=UPGRADE_RM_BLOCKS, rho_blocks=UPGRADE_RM_BLOCKS, dist=distance)
+    if 'disc' in objective and 'new_classifier' not in F:
+        objective = objective.replace('disc+', '')
+    if method == 'RM':
+        kw.update(psi_blocks=UPGRADE_RM_BLOCKS, rho_blocks=UPGRADE_RM_BLOCKS, dist=distance)
     spec = transformation_spec(*dims, objective, **kw)
     return transformation_spec(*dims, objective,
                                **kw | dict(batch_size=upgrade_batch_size(len(F['train_old']), spec.batch_size))
@@ -483,8 +502,10 @@ def train_upgrade_transformation(F: dict, method: str, seed: int = 0, distance: 
         head = ClassifierHead(W.shape[1], range(len(W)), 'linear', bias='new_classifier_bias' in F).to(W.device)
         with torch.no_grad():
             head.weight.copy_(W)
-            if head.bias is not None: head.bias.copy_(F['new_classifier_bias'])
-    else: _, y = np.unique(F['train_labels'], return_inverse=True)    # any labels -> 0..C-1
+            if head.bias is not None:
+                head.bias.copy_(F['new_classifier_bias'])
+    else:
+        _, y = np.unique(F['train_labels'], return_inverse=True)   # any labels -> 0..C-1
     with stage(f"training the {method} transformation ({spec.objective}, {spec.epochs} epochs, {len(y)} images)"):
         return train_transformation(spec, F['train_old'].float(), F['train_new'].float(), torch.as_tensor(y), head,
                                     device=F['train_old'].device, show_progress=show_progress)

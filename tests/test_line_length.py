@@ -88,3 +88,40 @@ def test_no_see_above_in_the_package(module):
 
 def test_see_above_checker():
     assert see_above('x = 1\n"""The cache (see above)."""\n# See Above too\n') == [2, 3]
+
+
+def folded_clauses(source: str) -> list[int]:
+    """Lines of `source` where a clause's body sits on its header line (`for x in y: f(x)`, `else: z = 1`,
+    `def f(): return 1`), guards left out: an `if` without `else` whose one statement returns, raises, continues or
+    breaks (`if x is None: return None`) reads as one thought and stays on one line."""
+    import ast
+
+    def guard(n):
+        return (isinstance(n, ast.If) and not n.orelse and len(n.body) == 1
+                and isinstance(n.body[0], (ast.Return, ast.Raise, ast.Continue, ast.Break)))
+
+    lines, out = source.splitlines(), []
+    def header_of(body, word):   # the line of an 'else:' or 'finally:' whose body starts on it
+        return body[0].lineno if lines[body[0].lineno - 1][:body[0].col_offset].strip() == f'{word}:' else None
+    for n in ast.walk(ast.parse(source)):
+        if not isinstance(n, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef)): continue
+        if n.body[0].lineno == n.lineno and not guard(n): out.append(n.lineno)
+        if isinstance(n, (ast.For, ast.While, ast.Try, ast.If)) and n.orelse and (ln := header_of(n.orelse, 'else')):
+            out.append(ln)
+        if isinstance(n, ast.Try):
+            out += [h.lineno for h in n.handlers if h.body[0].lineno == h.lineno]
+            if n.finalbody and (ln := header_of(n.finalbody, 'finally')): out.append(ln)
+    return sorted(out)
+
+
+@pytest.mark.parametrize('module', sorted(p.name for p in PKG.glob('*.py') if p.name not in GENERATED))
+def test_only_guards_share_a_line_with_their_header(module):
+    "A clause's body on its header's line only where it is a guard; otherwise on lines of its own."
+    lines = folded_clauses((PKG/module).read_text(encoding='utf-8'))
+    assert not lines, f"{module}: a body on its header's line at lines {lines}: put it on the lines below (guards excepted)"
+
+
+def test_folded_clause_checker():
+    src = ('def f(x): return x\nif a: return 1\nif b: c = 2\nfor i in x:\n    if i: continue\n    try: g()\n'
+           '    except E: pass\n    finally:\n        h()\nif d:\n    e = 1\nelse: e = 2\nwith m: n()\n')
+    assert folded_clauses(src) == [1, 3, 6, 7, 12, 13]
