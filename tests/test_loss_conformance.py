@@ -190,6 +190,31 @@ def test_bct_l2_is_mse_of_unit_features_and_differs_from_eq3():
     )
 
 
+def test_bct_l2_probe_reading_is_openbcts():
+    """The l2 reading that `benchmarks/bct_l2_probe.py` trains as openBCT's ('unit, every sample') gives openBCT's l2
+    value and gradient, through a `CompatTerm` (the old model's features are its inputs) at new-l2 (MSE)'s weight 2/d;
+    its 'raw, old classes' reading gives the package's eq. 3 on the batch's old classes."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'benchmarks'))
+    from bct_l2_probe import l2_reading_term
+    from compatrepro.specs import CompatSpec
+    from compatrepro.train import _IdentityBackbone
+
+    d = B['feat_new'].shape[1]
+    old = _IdentityBackbone(d, torch.arange(C_OLD)).double()
+    term = l2_reading_term(True, True)(CompatSpec('l2', backbone_spec('imdbface-50', 'smoke')), old, torch.arange(6))
+    old_features = lambda x: x.double()   # the identity old model, in float64 as the fixture
+    term.old_features = old_features
+    # the term computes in float32 (`phi_new.float()`, as every CompatTerm): agreement to float32's precision
+    assert_agrees(value_and_grad(lambda f: 2 / d * term(B_T('feat_old'), B_Y, f), B['feat_new']),
+                  case(BCT, 'l2_same_dims')['authors'], value_key='l2', tol=1e-7)
+    raw = l2_reading_term(False, False)(CompatSpec('l2', backbone_spec('imdbface-50', 'smoke')), old, torch.arange(6))
+    raw.old_features = old_features
+    known = B_Y < C_OLD
+    v = value_and_grad(lambda f: raw(B_T('feat_old'), B_Y, f), B['feat_new'])[0]
+    assert v == pytest.approx(float(L.l2_regression_loss(B_T('feat_new')[known], B_T('feat_old')[known])), abs=1e-6)
+
+
 # ---------------------------------------------------------------- FastFill: eqs. 3-5 (no public code)
 FF, FFI = load('losses_fastfill')
 

@@ -1,5 +1,5 @@
-"""The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py and
-ract_keys_probe.py) still run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every
+"""The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
+bct_l2_probe.py and ract_keys_probe.py) still run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every
 variant and pair it promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a
 probe and its results stay in step."""
 
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-import bct_face_probe, fastfill_disc_probe, ract_keys_probe  # noqa: E402
+import bct_face_probe, bct_l2_probe, fastfill_disc_probe, ract_keys_probe  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
@@ -56,6 +56,18 @@ def bct_rows_ok(t: pd.DataFrame, seeds, old_models: int = 2):
     assert compat[[f'eq. 2 ({p})' for p in bct_face_probe.POINTS]].notna().all().all()
 
 
+def l2_rows_ok(t: pd.DataFrame, seeds):
+    "The package's reading with the reference pairs, each other reading with (old, old) and its own l2 model, per seed."
+    L2 = f'{bct_l2_probe.L2} / old'
+    assert set(t['reading']) == set(bct_l2_probe.READINGS)
+    for reading, g in t.groupby('reading'):
+        pairs = {'old / old', 'new* / new*', 'new-β / old', L2} if reading == bct_l2_probe.PACKAGE else {'old / old', L2}
+        assert set(g['pair']) == pairs and len(g) == len(seeds) * len(pairs), reading
+    same = t[t['pair'] == 'old / old'].groupby('seed')[list(bct_l2_probe.POINTS)].nunique()
+    assert (same == 1).all().all(), "(old, old) differs between the readings: their old model is not the same"
+    assert t[t['pair'] == L2][[f'eq. 2 ({p})' for p in bct_face_probe.POINTS]].notna().all().all()
+
+
 def ract_rows_ok(t: pd.DataFrame, seeds, allocations):
     from compatrepro.ract import RACT_TESTS
 
@@ -91,17 +103,24 @@ def test_committed_bct_identities_are_whole():
         bct_rows_ok(g, seeds, old_models=1)
 
 
+def test_bct_l2_probe_runs(tmp_path):
+    out = run_probe('bct_l2_probe', tmp_path, '--cache-root', str(tmp_path / 'readings'))
+    l2_rows_ok(pd.read_csv(out.with_suffix('.csv')), [0])
+
+
 def test_ract_keys_probe_runs(tmp_path):
     out = run_probe('ract_keys_probe', tmp_path, '--allocations', 'expansion')
     ract_rows_ok(pd.read_csv(out.with_suffix('.csv')), [0], ['expansion'])
 
 
-@pytest.mark.parametrize('name', ['fastfill_disc_probe', 'bct_face_probe', 'ract_keys_probe'])
+@pytest.mark.parametrize('name', ['fastfill_disc_probe', 'bct_face_probe', 'bct_l2_probe', 'ract_keys_probe'])
 def test_committed_probe_results_are_whole(name):
     t = pd.read_csv(ROOT / 'benchmarks' / f'{name}.csv')
     assert (t['seed'].sort_values().unique() == [0, 1, 2]).all()
     if name == 'bct_face_probe':
         bct_rows_ok(t, [0, 1, 2])
+    elif name == 'bct_l2_probe':
+        l2_rows_ok(t, [0, 1, 2])
     elif name == 'ract_keys_probe':
         from compatrepro.ract import RACT_ALLOCATIONS
 
