@@ -66,6 +66,14 @@ def test_standin_regime_screen_runs(tmp_path):
     convergence_rows_ok(d)
 
 
+def test_simclr_screen_runs(tmp_path):
+    import simclr_screen
+
+    d = pd.read_csv(run_script('simclr_screen', tmp_path, '--scale', 'smoke', '--cache-root', str(tmp_path / 'variants')))
+    assert list(d.variant) == list(simclr_screen.VARIANTS) and d[['top1', 'mAP', 'untrained_top1', 'first_loss']].notna().all().all()
+    assert d.first_loss.nunique() == len(d), "every variant trains a model of its own (its views differ)"
+
+
 def test_rm_epochs_ladder_runs(tmp_path):
     from compatrepro.rm import RM_CONVERGENCE_TOL
 

@@ -1,0 +1,158 @@
+"""Does the stand-in's SimCLR side-information model learn with the augmentations SimCLR needs?
+
+`27_fastfill_side_info` trains FastFill's side-information model (App. B.2: SimCLR on the old model's training split,
+`simclr_spec`) and finds it retrieving at about an untrained network's level. At paper scale the trainer applies
+SimCLR's augmentation (`simclr_transform`: a random resized crop, colour jitter, grey, blur); at the stand-in's scales
+the two views come from the stand-in's own training augmentation (`GlyphDataset.augment`: a small affine and a
+brightness jitter), which leaves every view of a glyph its colours: the shortcut contrastive learning is known to take
+(SimCLR sec. 3: without colour distortion, the colour histograms alone tell the views apart from the others).
+
+This screen trains 27's SimCLR spec (seed, split, epochs, temperature: the notebook's) with each augmentation of the
+two views, one lever added at a time, SimCLR's own (Chen et al. 2020, App. A) on the 32-pixel tensors:
+
+- 'stand-in': the library's (27's own model, from the cache);
+- 'crop': a random resized crop (scale 0.2-1, aspect 3/4-4/3) with the stand-in's small rotation;
+- 'crop+colour': and colour jitter (brightness, contrast, saturation 0.4, hue 0.1, p = 0.8) and grey (p = 0.2);
+- 'crop+colour+blur': and a Gaussian blur (3x3, sigma 0.1-2, p = 0.5), SimCLR's full set.
+
+Each model is judged as 27 judges it: retrieval of its features on ImageNet-1k's evaluation images (query = gallery,
+top-1 and mAP) against an untrained network of the same architecture and against chance; the aim (issue: "at least
+10 times chance") is read off, not tuned for. It also records the NT-Xent loss of the first and last epochs.
+
+    python benchmarks/simclr_screen.py --seeds 0 --out benchmarks/simclr_screen.csv
+
+The augmentations other than the library's are this process's only (`GlyphDataset.augment` replaced while the
+variant trains), and a variant's model has the library's spec: each variant trains in a cache of its own
+(`--cache-root`)."""
+
+import math, os, sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from probe_args import apply_probe_arguments, probe_arguments
+
+VARIANTS = {'stand-in': (), 'crop': ('crop',), 'crop+colour': ('crop', 'colour'),
+            'crop+colour+blur': ('crop', 'colour', 'blur')}
+LIBRARY = 'stand-in'
+
+
+def simclr_views(ds, levers, x: torch.Tensor, generator=None) -> torch.Tensor:
+    """uint8 batch [B, 3, H, W] -> one SimCLR view per image, normalised as the dataset normalises: each lever of
+    `levers` ('crop', 'colour', 'blur') with its own random parameters per image."""
+    B, dev = x.shape[0], x.device
+    u = lambda *s: torch.rand(*s, generator=generator, device=generator.device if generator else dev).to(dev)
+    y = x.float()/255
+    if 'crop' in levers:   # random resized crop as an affine map of the output grid onto a part of the image
+        area = 0.2 + 0.8*u(B)
+        ratio = torch.exp(math.log(3/4) + (math.log(4/3) - math.log(3/4))*u(B))
+        w, h = (area*ratio).sqrt().clamp(max=1.), (area/ratio).sqrt().clamp(max=1.)
+        cx, cy = (1 - w)*(2*u(B) - 1), (1 - h)*(2*u(B) - 1)
+        ang = (2*u(B) - 1)*math.radians(ds.aug['rotation'])
+        A = torch.stack([torch.stack([w*torch.cos(ang), -h*torch.sin(ang), cx], 1),
+                         torch.stack([w*torch.sin(ang), h*torch.cos(ang), cy], 1)], 1)
+        y = F.grid_sample(y, F.affine_grid(A, list(y.shape), align_corners=False), align_corners=False,
+                          padding_mode='border')
+    if 'colour' in levers:
+        on = (u(B) < 0.8)[:, None, None, None]
+        grey = lambda t: (0.299*t[:, 0] + 0.587*t[:, 1] + 0.114*t[:, 2])[:, None]
+        j = y*(1 + 0.4*(2*u(B) - 1))[:, None, None, None]                                 # brightness
+        m = grey(j).mean((2, 3), keepdim=True)
+        j = (j - m)*(1 + 0.4*(2*u(B) - 1))[:, None, None, None] + m                       # contrast
+        g = grey(j)
+        j = (j - g)*(1 + 0.4*(2*u(B) - 1))[:, None, None, None] + g                       # saturation
+        # hue: rotate the colour about the grey axis by up to 0.1 of a turn
+        t = (2*u(B) - 1)*0.1*2*math.pi
+        k = torch.ones(3, device=dev)/math.sqrt(3)
+        K = torch.tensor([[0., -k[2], k[1]], [k[2], 0., -k[0]], [-k[1], k[0], 0.]], device=dev)
+        R = (torch.eye(3, device=dev) + torch.sin(t)[:, None, None]*K
+             + (1 - torch.cos(t))[:, None, None]*(K @ K))
+        j = torch.einsum('bij,bjhw->bihw', R, j).clamp(0, 1)
+        y = torch.where(on, j, y)
+        y = torch.where((u(B) < 0.2)[:, None, None, None], grey(y).expand_as(y), y)      # grey
+    if 'blur' in levers:
+        sigma = 0.1 + 1.9*u(B)
+        r = torch.arange(-1., 2., device=dev)
+        k1 = torch.exp(-r[None]**2/(2*sigma[:, None]**2)); k1 = k1/k1.sum(1, keepdim=True)
+        k2 = (k1[:, :, None]*k1[:, None, :])                                                # [B, 3, 3]
+        H, W = y.shape[-2:]
+        z = F.conv2d(F.pad(y, (1, 1, 1, 1), mode='replicate').reshape(1, B*3, H + 2, W + 2),
+                     k2.repeat_interleave(3, 0)[:, None], groups=B*3).reshape(y.shape)
+        y = torch.where((u(B) < 0.5)[:, None, None, None], z, y)
+    return (y.clamp(0, 1) - ds.mean.to(dev))/ds.std.to(dev)
+
+
+def use_views(levers) -> None:
+    "This process's stand-in datasets make SimCLR's views with `levers` (none: the library's augmentation)."
+    from compatrepro import glyphs
+    glyphs.GlyphDataset.augment = lambda self, x, generator=None: simclr_views(self, levers, x, generator)
+
+
+def measure(seed: int, variant: str, scale: str) -> dict:
+    "The variant's side model (trained now or from its cache), its retrieval, the untrained network's, chance."
+    from compatrepro.runtime import RunContext, set_context
+    from compatrepro.specs import simclr_spec
+    from compatrepro.pipeline import cached_backbone, get_features
+    from compatrepro.metrics import retrieval_metrics
+    from compatrepro.models import EmbeddingModel
+    from compatrepro.features import extract_features
+    from compatrepro.data import get_split
+    from compatrepro.train import model_input
+
+    set_context(RunContext.from_env(device='cpu', progress=False))
+    spec = simclr_spec('imagenet-500', scale, seed)
+    art = cached_backbone(spec)
+    f = get_features(spec, 'imagenet-1k', 'eval')
+    y = f['labels']
+    m = retrieval_metrics(f['features'], f['features'], y, y, metrics=('top1', 'mAP'))
+    torch.manual_seed(seed)
+    untrained = EmbeddingModel(spec.arch, spec.emb_dim, range(2), scale=scale, width=spec.width).eval()
+    fu = extract_features(untrained, model_input(get_split('imagenet-1k', 'eval', scale), spec), device='cpu',
+                          augment=False, show_progress=False)['features']
+    mu = retrieval_metrics(fu, fu, y, y, metrics=('top1', 'mAP'))
+    loss = [h['loss'] for h in art['history']]
+    return dict(seed=seed, variant=variant, epochs=spec.epochs, top1=m['top1'], mAP=m['mAP'],
+                untrained_top1=mu['top1'], untrained_mAP=mu['mAP'], chance=100/len(y.unique()),
+                first_loss=loss[0], last_loss=loss[-1], train_seconds=art.get('train_seconds', float('nan')))
+
+
+def summary(path: str) -> str:
+    "The table docs/standin_regime.md shows: per variant, the means over seeds, and top-1 in multiples of chance."
+    d = pd.read_csv(path)
+    out = ['| augmentation of the two views | seeds | top-1 / mAP | untrained network | top-1 / chance | '
+           'NT-Xent loss, first -> last epoch |', '|---|---|---|---|---|---|']
+    for v, g in d.groupby('variant', sort=False):
+        out.append(f"| {v} | {','.join(map(str, sorted(g.seed)))} | {g.top1.mean():.2f} / {g.mAP.mean():.2f} | "
+                   f"{g.untrained_top1.mean():.2f} / {g.untrained_mAP.mean():.2f} | {(g.top1/g.chance).mean():.1f} | "
+                   f"{g.first_loss.mean():.3f} -> {g.last_loss.mean():.3f} |")
+    return '\n'.join(out)
+
+
+def main(argv=None):
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--summary':
+        print(summary(sys.argv[2])); return
+    ap = probe_arguments(__doc__, 'benchmarks/simclr_screen.csv')
+    ap.add_argument('--cache-root', default='/tmp/simclr_screen', help="a cache per variant other than the library's")
+    ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
+    a = ap.parse_args(argv)
+    apply_probe_arguments(a)
+    main_cache = os.environ.get('COMPATREPRO_CACHE')
+    rows = []
+    for v in sorted(a.variants, key=lambda v: v != LIBRARY):   # the library's first: the others patch this process
+        if v != LIBRARY:   # its own cache: the spec is the library's
+            os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache_root)/v)
+            use_views(VARIANTS[v])
+        elif main_cache is not None:
+            os.environ['COMPATREPRO_CACHE'] = main_cache
+        for s in a.seeds:
+            rows.append(measure(s, v, a.scale))
+            print(' '.join(f'{k} {x:.3f}' if isinstance(x, float) else f'{k} {x}' for k, x in rows[-1].items()),
+                  flush=True)
+            pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
+    print(summary(a.out))
+
+
+if __name__ == '__main__':
+    main()
