@@ -22,3 +22,35 @@ def apply_probe_arguments(a: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(a.threads)
+
+
+def variant_arguments(ap: argparse.ArgumentParser, variants, cache_root: str) -> argparse.ArgumentParser:
+    "The options of a screen of variants (`simclr_screen.py`, `vit_screen.py`): which variants, and their caches."
+    ap.add_argument('--cache-root', default=cache_root, help="a cache per variant other than the library's")
+    ap.add_argument('--variants', nargs='+', default=list(variants), choices=list(variants))
+    return ap
+
+
+def run_variants(a: argparse.Namespace, library: str, prepare, measure, summary, order=None) -> None:
+    """Each variant of `a.variants` in turn (`order`: a sort key; default: the library's first), `prepare(variant)`
+    patching this process, then `measure(seed, variant, scale)` -> a row for each seed, the CSV `a.out` rewritten
+    after each row; a variant other than the `library` one trains in a cache of its own under `a.cache_root` (its
+    spec is the library's, so its models must not meet the library's), and the library's uses $COMPATREPRO_CACHE."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    main_cache = os.environ.get('COMPATREPRO_CACHE')
+    rows = []
+    for v in sorted(a.variants, key=order or (lambda v: v != library)):
+        if v != library:
+            os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache_root)/v.replace(', ', '-').replace(' ', '-'))
+        elif main_cache is not None:
+            os.environ['COMPATREPRO_CACHE'] = main_cache
+        prepare(v)
+        for s in a.seeds:
+            rows.append(measure(s, v, a.scale))
+            print(' '.join(f'{k} {x:.3f}' if isinstance(x, float) else f'{k} {x}' for k, x in rows[-1].items()),
+                  flush=True)
+            pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
+    print(summary(a.out))

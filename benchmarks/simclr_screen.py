@@ -25,14 +25,13 @@ The augmentations other than the library's are this process's only (`GlyphDatase
 variant trains), and a variant's model has the library's spec: each variant trains in a cache of its own
 (`--cache-root`)."""
 
-import math, os, sys
-from pathlib import Path
+import math, sys
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from probe_args import apply_probe_arguments, probe_arguments
+from probe_args import apply_probe_arguments, probe_arguments, run_variants, variant_arguments
 
 VARIANTS = {'stand-in': (), 'crop': ('crop',), 'crop+colour': ('crop', 'colour'),
             'crop+colour+blur': ('crop', 'colour', 'blur')}
@@ -133,25 +132,10 @@ def summary(path: str) -> str:
 def main(argv=None):
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--summary':
         print(summary(sys.argv[2])); return
-    ap = probe_arguments(__doc__, 'benchmarks/simclr_screen.csv')
-    ap.add_argument('--cache-root', default='/tmp/simclr_screen', help="a cache per variant other than the library's")
-    ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
+    ap = variant_arguments(probe_arguments(__doc__, 'benchmarks/simclr_screen.csv'), VARIANTS, '/tmp/simclr_screen')
     a = ap.parse_args(argv)
     apply_probe_arguments(a)
-    main_cache = os.environ.get('COMPATREPRO_CACHE')
-    rows = []
-    for v in sorted(a.variants, key=lambda v: v != LIBRARY):   # the library's first: the others patch this process
-        if v != LIBRARY:   # its own cache: the spec is the library's
-            os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache_root)/v)
-            use_views(VARIANTS[v])
-        elif main_cache is not None:
-            os.environ['COMPATREPRO_CACHE'] = main_cache
-        for s in a.seeds:
-            rows.append(measure(s, v, a.scale))
-            print(' '.join(f'{k} {x:.3f}' if isinstance(x, float) else f'{k} {x}' for k, x in rows[-1].items()),
-                  flush=True)
-            pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
-    print(summary(a.out))
+    run_variants(a, LIBRARY, lambda v: v != LIBRARY and use_views(VARIANTS[v]), measure, summary)
 
 
 if __name__ == '__main__':

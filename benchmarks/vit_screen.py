@@ -18,13 +18,12 @@ its features on CIFAR-100's evaluation images, query = gallery, top-1 and mAP) b
 A variant other than the recipe changes the model this process builds (`make_backbone` replaced for 'vit_b_32') or
 the spec's rate, and trains in a cache of its own (`--cache-root`): the patch size is not in a spec's cache key."""
 
-import os, sys
+import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 
-from probe_args import apply_probe_arguments, probe_arguments
+from probe_args import apply_probe_arguments, probe_arguments, run_variants, variant_arguments
 
 VARIANTS = {'recipe': dict(), 'lr 1e-3': dict(lr=1e-3), 'patch 4': dict(patch=4), 'patch 4, lr 1e-3': dict(patch=4, lr=1e-3)}
 RECIPE = 'recipe'
@@ -84,25 +83,12 @@ def summary(path: str) -> str:
 def main(argv=None):
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--summary':
         print(summary(sys.argv[2])); return
-    ap = probe_arguments(__doc__, 'benchmarks/vit_screen.csv')
-    ap.add_argument('--cache-root', default='/tmp/vit_screen', help="a cache per variant other than the recipe")
-    ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
+    ap = variant_arguments(probe_arguments(__doc__, 'benchmarks/vit_screen.csv'), VARIANTS, '/tmp/vit_screen')
     a = ap.parse_args(argv)
     apply_probe_arguments(a)
-    main_cache = os.environ.get('COMPATREPRO_CACHE')
-    rows = []
-    for v in sorted(a.variants, key=lambda v: 'patch' in VARIANTS[v]):   # the patch last: it replaces the model
-        if v != RECIPE:
-            os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache_root)/v.replace(', ', '-').replace(' ', '-'))
-        elif main_cache is not None:
-            os.environ['COMPATREPRO_CACHE'] = main_cache
-        if 'patch' in VARIANTS[v]: use_patch(VARIANTS[v]['patch'])
-        for s in a.seeds:
-            rows.append(measure(s, v, a.scale))
-            print(' '.join(f'{k} {x:.3f}' if isinstance(x, float) else f'{k} {x}' for k, x in rows[-1].items()),
-                  flush=True)
-            pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
-    print(summary(a.out))
+    # the patch last: it replaces the model this process builds
+    run_variants(a, RECIPE, lambda v: 'patch' in VARIANTS[v] and use_patch(VARIANTS[v]['patch']), measure, summary,
+                 order=lambda v: ('patch' in VARIANTS[v], v != RECIPE))
 
 
 if __name__ == '__main__':
