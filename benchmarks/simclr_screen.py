@@ -13,7 +13,9 @@ two views, one lever added at a time, SimCLR's own (Chen et al. 2020, App. A) on
 - 'stand-in': the library's (27's own model, from the cache);
 - 'crop': a random resized crop (scale 0.2-1, aspect 3/4-4/3) with the stand-in's small rotation;
 - 'crop+colour': and colour jitter (brightness, contrast, saturation 0.4, hue 0.1, p = 0.8) and grey (p = 0.2);
-- 'crop+colour+blur': and a Gaussian blur (3x3, sigma 0.1-2, p = 0.5), SimCLR's full set.
+- 'crop+colour+blur': and a Gaussian blur (3x3, sigma 0.1-2, p = 0.5), SimCLR's full set;
+- then two levers beside the augmentation: crops of at least half the image (a 32-pixel glyph cropped to a fifth of
+  its area may lose the glyph), and four times the epochs (SimCLR trains for hundreds of epochs; 27's spec has 24).
 
 Each model is judged as 27 judges it: retrieval of its features on ImageNet-1k's evaluation images (query = gallery,
 top-1 and mAP) against an untrained network of the same architecture and against chance; the aim (issue: "at least
@@ -26,6 +28,7 @@ variant trains), and a variant's model has the library's spec: each variant trai
 (`--cache-root`)."""
 
 import math, sys
+from dataclasses import replace
 
 import pandas as pd
 import torch
@@ -33,19 +36,23 @@ import torch.nn.functional as F
 
 from probe_args import apply_probe_arguments, probe_arguments, run_variants, variant_arguments
 
-VARIANTS = {'stand-in': (), 'crop': ('crop',), 'crop+colour': ('crop', 'colour'),
-            'crop+colour+blur': ('crop', 'colour', 'blur')}
+FULL = ('crop', 'colour', 'blur')
+# name: (levers, the crop's smallest share of the image, epochs as a multiple of 27's)
+VARIANTS = {'stand-in': ((), 0.2, 1), 'crop': (('crop',), 0.2, 1), 'crop+colour': (('crop', 'colour'), 0.2, 1),
+            'crop+colour+blur': (FULL, 0.2, 1), 'crop+colour+blur, crops of at least half': (FULL, 0.5, 1),
+            'crop+colour+blur, 4x the epochs': (FULL, 0.2, 4)}
 LIBRARY = 'stand-in'
 
 
-def simclr_views(ds, levers, x: torch.Tensor, generator=None) -> torch.Tensor:
+def simclr_views(ds, levers, x: torch.Tensor, generator=None, min_area: float = 0.2) -> torch.Tensor:
     """uint8 batch [B, 3, H, W] -> one SimCLR view per image, normalised as the dataset normalises: each lever of
-    `levers` ('crop', 'colour', 'blur') with its own random parameters per image."""
+    `levers` ('crop', 'colour', 'blur') with its own random parameters per image; a crop keeps at least `min_area` of
+    the image (SimCLR's 0.08 is for 224-pixel photographs; 0.2 is the usual choice on 32-pixel CIFAR)."""
     B, dev = x.shape[0], x.device
     u = lambda *s: torch.rand(*s, generator=generator, device=generator.device if generator else dev).to(dev)
     y = x.float()/255
     if 'crop' in levers:   # random resized crop as an affine map of the output grid onto a part of the image
-        area = 0.2 + 0.8*u(B)
+        area = min_area + (1 - min_area)*u(B)
         ratio = torch.exp(math.log(3/4) + (math.log(4/3) - math.log(3/4))*u(B))
         w, h = (area*ratio).sqrt().clamp(max=1.), (area/ratio).sqrt().clamp(max=1.)
         cx, cy = (1 - w)*(2*u(B) - 1), (1 - h)*(2*u(B) - 1)
@@ -83,10 +90,10 @@ def simclr_views(ds, levers, x: torch.Tensor, generator=None) -> torch.Tensor:
     return (y.clamp(0, 1) - ds.mean.to(dev))/ds.std.to(dev)
 
 
-def use_views(levers) -> None:
-    "This process's stand-in datasets make SimCLR's views with `levers` (none: the library's augmentation)."
+def use_views(levers, min_area: float) -> None:
+    "This process's stand-in datasets make SimCLR's views with `levers` (`simclr_views`)."
     from compatrepro import glyphs
-    glyphs.GlyphDataset.augment = lambda self, x, generator=None: simclr_views(self, levers, x, generator)
+    glyphs.GlyphDataset.augment = lambda self, x, generator=None: simclr_views(self, levers, x, generator, min_area)
 
 
 def measure(seed: int, variant: str, scale: str) -> dict:
@@ -102,6 +109,7 @@ def measure(seed: int, variant: str, scale: str) -> dict:
 
     set_context(RunContext.from_env(device='cpu', progress=False))
     spec = simclr_spec('imagenet-500', scale, seed)
+    spec = replace(spec, epochs=spec.epochs*VARIANTS[variant][2])
     art = cached_backbone(spec)
     f = get_features(spec, 'imagenet-1k', 'eval')
     y = f['labels']
@@ -135,7 +143,7 @@ def main(argv=None):
     ap = variant_arguments(probe_arguments(__doc__, 'benchmarks/simclr_screen.csv'), VARIANTS, '/tmp/simclr_screen')
     a = ap.parse_args(argv)
     apply_probe_arguments(a)
-    run_variants(a, LIBRARY, lambda v: v != LIBRARY and use_views(VARIANTS[v]), measure, summary)
+    run_variants(a, LIBRARY, lambda v: v != LIBRARY and use_views(*VARIANTS[v][:2]), measure, summary)
 
 
 if __name__ == '__main__':
