@@ -14,8 +14,9 @@ two views, one lever added at a time, SimCLR's own (Chen et al. 2020, App. A) on
 - 'crop': a random resized crop (scale 0.2-1, aspect 3/4-4/3) with the stand-in's small rotation;
 - 'crop+colour': and colour jitter (brightness, contrast, saturation 0.4, hue 0.1, p = 0.8) and grey (p = 0.2);
 - 'crop+colour+blur': and a Gaussian blur (3x3, sigma 0.1-2, p = 0.5), SimCLR's full set;
-- then two levers beside the augmentation: crops of at least half the image (a 32-pixel glyph cropped to a fifth of
-  its area may lose the glyph), and four times the epochs (SimCLR trains for hundreds of epochs; 27's spec has 24).
+- then levers beside the augmentation: crops of at least half the image (a 32-pixel glyph cropped to a fifth of
+  its area may lose the glyph), four times the epochs (SimCLR trains for hundreds of epochs; 27's spec has 24), both,
+  and no crop at all: the stand-in's small affine with SimCLR's colour and blur ('affine+colour+blur').
 
 Each model is judged as 27 judges it: retrieval of its features on ImageNet-1k's evaluation images (query = gallery,
 top-1 and mAP) against an untrained network of the same architecture and against chance; the aim (issue: "at least
@@ -40,17 +41,23 @@ FULL = ('crop', 'colour', 'blur')
 # name: (levers, the crop's smallest share of the image, epochs as a multiple of 27's)
 VARIANTS = {'stand-in': ((), 0.2, 1), 'crop': (('crop',), 0.2, 1), 'crop+colour': (('crop', 'colour'), 0.2, 1),
             'crop+colour+blur': (FULL, 0.2, 1), 'crop+colour+blur, crops of at least half': (FULL, 0.5, 1),
-            'crop+colour+blur, 4x the epochs': (FULL, 0.2, 4)}
+            'crop+colour+blur, 4x the epochs': (FULL, 0.2, 4),
+            'crop+colour+blur, crops of at least half, 4x the epochs': (FULL, 0.5, 4),
+            'affine+colour+blur (no crop)': (('affine', 'colour', 'blur'), 0.2, 1)}
+LIBRARY_AUGMENT = []   # the library's GlyphDataset.augment, kept when a variant replaces it
 LIBRARY = 'stand-in'
 
 
 def simclr_views(ds, levers, x: torch.Tensor, generator=None, min_area: float = 0.2) -> torch.Tensor:
     """uint8 batch [B, 3, H, W] -> one SimCLR view per image, normalised as the dataset normalises: each lever of
-    `levers` ('crop', 'colour', 'blur') with its own random parameters per image; a crop keeps at least `min_area` of
+    `levers` ('crop', 'colour', 'blur'; 'affine': the stand-in's own small affine and brightness jitter instead of a
+    crop) with its own random parameters per image; a crop keeps at least `min_area` of
     the image (SimCLR's 0.08 is for 224-pixel photographs; 0.2 is the usual choice on 32-pixel CIFAR)."""
     B, dev = x.shape[0], x.device
     u = lambda *s: torch.rand(*s, generator=generator, device=generator.device if generator else dev).to(dev)
     y = x.float()/255
+    if 'affine' in levers:
+        y = LIBRARY_AUGMENT[0](ds, x, generator)*ds.std.to(dev) + ds.mean.to(dev)
     if 'crop' in levers:   # random resized crop as an affine map of the output grid onto a part of the image
         area = min_area + (1 - min_area)*u(B)
         ratio = torch.exp(math.log(3/4) + (math.log(4/3) - math.log(3/4))*u(B))
@@ -93,6 +100,7 @@ def simclr_views(ds, levers, x: torch.Tensor, generator=None, min_area: float = 
 def use_views(levers, min_area: float) -> None:
     "This process's stand-in datasets make SimCLR's views with `levers` (`simclr_views`)."
     from compatrepro import glyphs
+    if not LIBRARY_AUGMENT: LIBRARY_AUGMENT.append(glyphs.GlyphDataset.augment)
     glyphs.GlyphDataset.augment = lambda self, x, generator=None: simclr_views(self, levers, x, generator, min_area)
 
 
