@@ -19,7 +19,9 @@ def tables() -> dict:
     from standin_regime import doubling_table
 
     screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
+    convergence = [str(p) for p in sorted((BENCH / 'convergence').glob('*.csv'))]
     return {('docs/standin_regime.md', 'recipe screen'): doubling_table(screens),
+            ('docs/standin_regime.md', 'convergence'): doubling_table(convergence),
             ('docs/standin_regime.md', 'rm ladder'): rm_epochs_ladder.summary(BENCH / 'rm_epochs_ladder.csv'),
             ('docs/suspects.md', 'identity lever'):
                 bct_face_probe.identity_summary(BENCH / 'bct_face_probe.csv', BENCH / 'bct_face_identities.csv')}

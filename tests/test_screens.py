@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCREENS = sorted((ROOT / 'benchmarks' / 'recipe_screen').glob('*.csv'))
 LADDER = ROOT / 'benchmarks' / 'rm_epochs_ladder.csv'
+CONVERGENCE = sorted((ROOT / 'benchmarks' / 'convergence').glob('*.csv'))
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 
@@ -103,6 +104,44 @@ def convergence_rows_ok(d: pd.DataFrame):
             if q == gal and q not in ('old', 'new'):
                 cross = d[(d.seed == seed) & (d.pair == pair) & (d.model == f'{q}/old')]
                 assert set(cross.epochs) == {E, 2*E}, f"seed {seed} {pair}: {q}/old at {sorted(set(cross.epochs))}"
+
+
+@pytest.mark.parametrize('path', CONVERGENCE, ids=[p.stem for p in CONVERGENCE])
+def test_committed_convergence_is_whole(path):
+    d = pd.read_csv(path)
+    convergence_rows_ok(d)
+    assert 'nan' not in doubling_table_of(path)
+
+
+def doubling_table_of(path):
+    from standin_regime import doubling_table
+    return doubling_table([path])
+
+
+def test_convergence_table_measures_the_notebooks_models():
+    """The convergence table's models at E are the ones their notebook's tiny runs used (the same artifact: the same
+    spec, the same cache key), on every seed it has of each pair (seed 0 at least); and every model those runs used
+    is in the table or named in `unmeasured` with the reason."""
+    import json
+    from standin_regime import (CONVERGENCE_MODELS, CONVERGENCE_NOTEBOOKS, artifact_names, pair_specs,
+                                transformation_specs, unmeasured)
+
+    d = pd.concat([pd.read_csv(p) for p in CONVERGENCE], ignore_index=True)
+    for pair, nb in CONVERGENCE_NOTEBOOKS.items():
+        seeds = sorted(set(d[d.pair == pair].seed))
+        assert 0 in seeds, f"{pair}: the table has seeds {seeds}"
+        for seed in seeds:
+            models = CONVERGENCE_MODELS[pair]
+            got = d[(d.pair == pair) & (d.seed == seed)]
+            names = {g[:-len('(old)')] if g.endswith('(old)') else q for q, g in got.model.str.split('/')}
+            assert set(models) <= names, f"{pair} seed {seed}: no rows for {sorted(set(models) - names)}"
+            specs = {k: v for k, v in pair_specs(pair, 'tiny', seed, models).items() if k in models}
+            table = artifact_names(specs | transformation_specs(specs, seed, models))
+            used = {k for k in json.loads((ROOT / 'results' / 'tiny' / 'runs' / f'{nb}.seed{seed}.json').read_text())['artifacts']
+                    if k.split('/')[0] in ('backbone', 'transformation')}
+            assert set(table.values()) <= used, f"{nb} seed {seed} used no {[k for k, v in table.items() if v not in used]}"
+            named = set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
+            assert used - set(table.values()) <= named, f"{nb} seed {seed}: models neither in the table nor named"
 
 
 @pytest.mark.parametrize('path', SCREENS, ids=[p.stem for p in SCREENS])
