@@ -43,7 +43,8 @@ VARIANTS = {'stand-in': ((), 0.2, 1), 'crop': (('crop',), 0.2, 1), 'crop+colour'
             'crop+colour+blur': (FULL, 0.2, 1), 'crop+colour+blur, crops of at least half': (FULL, 0.5, 1),
             'crop+colour+blur, 4x the epochs': (FULL, 0.2, 4),
             'crop+colour+blur, crops of at least half, 4x the epochs': (FULL, 0.5, 4),
-            'affine+colour+blur (no crop)': (('affine', 'colour', 'blur'), 0.2, 1)}
+            'affine+colour+blur (no crop)': (('affine', 'colour', 'blur'), 0.2, 1),
+            'affine+colour+blur (no crop), 4x the epochs': (('affine', 'colour', 'blur'), 0.2, 4)}
 LIBRARY_AUGMENT = []   # the library's GlyphDataset.augment, kept when a variant replaces it
 LIBRARY = 'stand-in'
 
