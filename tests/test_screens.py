@@ -75,6 +75,17 @@ def test_simclr_screen_runs(tmp_path):
     assert d.first_loss.nunique() == len(d), "every variant trains a model of its own (its views differ)"
 
 
+def test_committed_simclr_screen_is_whole():
+    import simclr_screen
+
+    d = pd.read_csv(ROOT / 'benchmarks' / 'simclr_screen.csv')
+    assert set(d.variant) == set(simclr_screen.VARIANTS)
+    assert (d.groupby('variant').seed.apply(sorted).map(list) == [[0, 1, 2]]*d.variant.nunique()).all()
+    assert d[['top1', 'mAP', 'untrained_top1', 'chance', 'first_loss', 'last_loss']].notna().all().all()
+    same = d.groupby('seed')[['untrained_top1', 'chance']].nunique()
+    assert (same == 1).all().all(), "every variant is judged against the same untrained network and chance"
+
+
 def test_vit_screen_runs(tmp_path):
     import vit_screen
 
