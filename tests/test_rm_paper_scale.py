@@ -11,7 +11,7 @@ import pickle
 
 import numpy as np, pandas as pd, pytest, torch
 
-from compatrepro import experiments as X, loaders as LD, pipeline, rm as RM, specs as SP
+from compatrepro import loaders as LD, pipeline, rm as RM, specs as SP, updates as U
 from compatrepro.runtime import ExperimentParams
 from compatrepro.data import get_split
 from compatrepro.backfill import curve_auc
@@ -142,7 +142,7 @@ def test_rm_table1_rows_end_to_end(rm_root, monkeypatch):
     def record_rows(labels, *a):
         rows = real_rows(labels, *a); batches.extend(torch.as_tensor(np.asarray(labels))[rows]); return rows
     def two_views(*a, **kw): raise AssertionError("paper scale must train transformations on one view (train_transformation_same_view)")
-    monkeypatch.setattr(X, 'transformation_spec', short_recipe)    # FCT's and BiCT's h (transform_old)
+    monkeypatch.setattr(U, 'transformation_spec', short_recipe)    # FCT's and BiCT's h (transform_old)
     monkeypatch.setattr(RM, 'transformation_spec', short_recipe)   # RM's psi and rho (rm_transform)
     monkeypatch.setattr(LD, 'class_balanced_rows', record_rows)
     monkeypatch.setattr(pipeline, 'train_transformation', two_views)

@@ -53,9 +53,9 @@ def test_a_change_to_the_paper_scale_data_path_stales_no_standin_run(tmp_path):
     reach = lambda name: {(p['notebook'], p['seed']) for p in provs if name in p.get('library', {})}
     assert len(reach('decode_jpegs')) > len(provs)//2, 'most runs should reach decode_jpegs'
 
-    _edit(loaders, '    try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))',
-          '    if device.type == "cuda": torch.cuda.current_stream(device).synchronize()\n'
-          '    try: return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))')
+    _edit(loaders, '    try:\n        return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))',
+          '    if device.type == "cuda":\n        torch.cuda.current_stream(device).synchronize()\n'
+          '    try:\n        return list(decode_jpeg(list(data), mode=ImageReadMode.RGB, device=device))')
     assert _stale_runs(root) == set()
 
     _edit(loaders, 'raise ValueError("views > 1 needs train=True: un-augmented views would all be equal")',
