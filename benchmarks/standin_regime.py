@@ -254,12 +254,18 @@ def main(argv=None):
         with open(out, 'w', newline='') as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
 
+    def made_here(make):
+        "(make()'s artifact, the CPU seconds of making it here; nan for one from the cache)"
+        c0, n_made = time.process_time(), len(current_context().cache.made)
+        art = make()
+        return art, (time.process_time() - c0 if len(current_context().cache.made) > n_made else float('nan'))
+
+    unknown = [m for m in a.models if m not in ('old', 'new', *BASELINES, *TRANSFORMATIONS)]
+    if unknown:
+        p.error(f"--models {' '.join(unknown)}: use old, new, {', '.join(BASELINES)} or {', '.join(TRANSFORMATIONS)}")
     for seed in a.seeds:
         for pair in a.pairs:
             ev = PAIRS[pair][2]
-            unknown = [m for m in a.models if m not in ('old', 'new', *BASELINES, *TRANSFORMATIONS)]
-            if unknown:
-                p.error(f"--models {' '.join(unknown)}: use old, new, {', '.join(BASELINES)} or {', '.join(TRANSFORMATIONS)}")
             specs = pair_specs(pair, scale, seed, a.models, over)
             old, new = specs['old'], specs['new']
             specs = {k: v for k, v in specs.items() if k in a.models}
@@ -267,11 +273,9 @@ def main(argv=None):
             if a.double: runs += [(k, doubled(s), 2*s.epochs) for k, s in specs.items()]
             feats = {}
             for name, spec, E in runs:
-                t0, c0, n_made = time.time(), time.process_time(), len(current_context().cache.made)
-                art = cached_backbone(spec)
+                t0 = time.time()
+                art, cpu = made_here(lambda: cached_backbone(spec))   # the first model also renders the stand-in
                 sec = art.get('train_seconds', time.time() - t0)
-                # blank for a model from the cache; the first model also renders the stand-in
-                cpu = time.process_time() - c0 if len(current_context().cache.made) > n_made else float('nan')
                 f = get_features(spec, ev, 'eval')
                 feats[(name, E)] = f['features']; labels = f['labels']
                 chance = 100/len(labels.unique())
@@ -291,15 +295,15 @@ def main(argv=None):
                     rows.append(dict(**meta, seed=seed, pair=pair, model=f'{q}/old', epochs=E, top1=round(m['top1'], 2),
                                      mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=0,
                                      cpu_seconds=0))
-            for name, t in transformation_specs({'old': old, 'new': new}, seed, a.models).items():
-                # h trained on the backbones of E epochs, its own schedule doubled; new queries, h(old) gallery
-                tt = [(t, t.epochs)] + ([(doubled(t), 2*t.epochs)] if a.double else [])
+            transformations = transformation_specs({'old': old, 'new': new}, seed, a.models)
+            if transformations:
                 fo, fn = get_features(old, ev, 'eval'), get_features(new, ev, 'eval')
                 labels = fn['labels']; chance = 100/len(labels.unique())
+            for name, t in transformations.items():
+                # h trained on the backbones of E epochs, its own schedule doubled; new queries, h(old) gallery
+                tt = [(t, t.epochs)] + ([(doubled(t), 2*t.epochs)] if a.double else [])
                 for spec, E in tt:
-                    c0, n_made = time.process_time(), len(current_context().cache.made)
-                    art = cached_transformation(spec)
-                    cpu = time.process_time() - c0 if len(current_context().cache.made) > n_made else float('nan')
+                    art, cpu = made_here(lambda: cached_transformation(spec))
                     h = apply_transformation(load_transformation(art['transformation']), fo['features'])
                     h = h[0] if isinstance(h, tuple) else h
                     m = retrieval_metrics(fn['features'], h, labels, labels, metrics=('top1', 'mAP'))
