@@ -13,9 +13,9 @@ from .report import paper_of_notebook, repo_root
 
 # %% auto #0
 __all__ = ['VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS', 'CLAIMS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS',
-           'linear', 'diff', 'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'ClaimSet',
-           'load_claims', 'claim_refs', 'record_index', 'claim_margins', 'claim_band', 'claim_verdict',
-           'declared_claims', 'differing_verdicts', 'claims_table', 'claims_problems']
+           'linear', 'diff', 'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'check', 'finding',
+           'ClaimSet', 'load_claims', 'claim_refs', 'record_index', 'claim_margins', 'claim_band', 'claim_verdict',
+           'declared_claims', 'write_claims', 'differing_verdicts', 'claims_table', 'claims_problems']
 
 # %% ../nbs/12b_claims.ipynb #fd3896f6
 VERDICTS = ('holds', 'fails', 'within noise')
@@ -65,12 +65,44 @@ def make_claim(key: str, margin: list, min_effect: float = 0.5, rel_effect: floa
     return dict(key=key, notebook=notebook, margin=margin, min_effect=float(min_effect),
                 rel_effect=None if rel_effect is None else float(rel_effect))
 
+def check(claim: str, expect: str = 'holds', reason: str = '') -> dict:
+    "The words of a check (a premise, an upgrade check, what holds by construction), its expected verdict and reason."
+    return _words(claim, 'check', expect, reason)
+
+def finding(claim: str, expect: str = 'holds', reason: str = '') -> dict:
+    "The words of a finding (the paper's claim), with an expected verdict other than 'holds' and its reason."
+    return _words(claim, 'finding', expect, reason)
+
+def _words(claim, kind='finding', expect='holds', reason='') -> dict:
+    "A claim's words as `C.claim` or `C.declare` take them (a bare string: a finding expected to hold), checked."
+    if isinstance(claim, dict): return _words(**claim)
+    if not isinstance(claim, str) or not claim.strip():
+        raise ValueError("a claim's words are empty; write the paper's words and where they are ('Table 1: A > B on "
+                         "top1~ (sec. 5.2)')")
+    if kind not in CLAIM_KINDS: raise ValueError(f"kind={kind!r}; write one of {CLAIM_KINDS}")
+    if expect not in VERDICTS: raise ValueError(f"expect={expect!r}; write one of {VERDICTS}")
+    if expect != 'holds' and not reason.strip():
+        raise ValueError(f"expect={expect!r} without a reason; say why the stand-in cannot show the paper's claim, "
+                         "without its results")
+    return dict(claim=claim, kind=kind, expect=expect, reason=reason)
+
 class ClaimSet:
-    """The claims of one paper, each a margin over the records of the notebook named by `of`, under a key that
-    `docs/claims.csv` words, kinds and gives an expected verdict. A claims notebook (x9) declares them and judges them
-    on the records alone: a claim added or corrected re-runs that notebook, never a model."""
+    """The claims of one paper, each a margin over the records of the notebook named by `of`, under a key, with its
+    words, kind and expected verdict. A claims notebook (x9) declares them and judges them on the records alone: a
+    claim added or corrected re-runs that notebook, never a model."""
     def __init__(self):
-        self.claims, self.notebook = [], None
+        self.claims, self.notebook, self.words = [], None, {}
+        self.register = {}   # {(notebook, key): words} of claims whose keys code builds (`declare`)
+
+    def declare(self, notebook: str, words: dict) -> 'ClaimSet':
+        """The words of claims of `notebook` whose keys code builds, each written out literally here ({key: words}):
+        the claims declared later under these keys take them."""
+        paper_of_notebook(notebook + '.ipynb')
+        for key, w in words.items():
+            if (notebook, key) in self.register:
+                raise ValueError(f"claim {key!r} of {notebook} is worded twice: give each claim its own key")
+            self.register[notebook, key] = _words(w)
+        return self
 
     def of(self, notebook: str) -> 'ClaimSet':
         "Declare the next claims on the records of `notebook` (an experiment notebook's stem)."
@@ -78,15 +110,39 @@ class ClaimSet:
         self.notebook = notebook
         return self
 
-    def claim(self, key: str, margin: list, min_effect: float = 0.5, rel_effect: float|None = None) -> dict:
-        "Declare the claim `key` of the current notebook (see `make_claim`); a key declared twice is an error."
+    def claim(self, key: str, margin: list, words: str|dict|None = None, min_effect: float = 0.5,
+              rel_effect: float|None = None) -> dict:
+        """Declare the claim `key` of the current notebook (see `make_claim`) with its `words` (a string: a finding
+        expected to hold; `check(...)` or `finding(..., expect, reason)`), or those `declare` gave its key; a key
+        declared twice is an error."""
         if self.notebook is None:
             raise ValueError("name the notebook whose records the claim judges first: C.of('20_fastfill_imagenet')")
         if any((c['notebook'], c['key']) == (self.notebook, key) for c in self.claims):
             raise ValueError(f"claim {key!r} of {self.notebook} is declared twice: give each claim its own key")
         c = make_claim(key, margin, min_effect, rel_effect, self.notebook)
+        if words is not None and (self.notebook, key) in self.register:
+            raise ValueError(f"claim {key!r} of {self.notebook} is worded twice: in `declare` and in `claim`; keep one")
+        w = _words(words) if words is not None else self.register.get((self.notebook, key))
+        if w is not None: self.words[self.notebook, key] = w
         self.claims.append(c)
         return c
+
+    def rows(self, declared: pd.DataFrame|str|Path|None = None) -> pd.DataFrame:
+        """The claims as rows of `docs/claims.csv` (`CLAIMS_COLUMNS`), in the order declared, each row's `declared`
+        kept from `declared` (the rows written so far; a new claim: 'prerun'). A claim without words, and words
+        `declare` gave a key that no claim took, are errors."""
+        have = {(c['notebook'], c['key']) for c in self.claims}
+        problems = [f"  {nb} {k!r}: worded by `declare`, but no claim of that key is declared (a key renamed?)"
+                    for nb, k in self.register if (nb, k) not in have]
+        problems += [f"  {c['notebook']} {c['key']!r}: no words; give them as C.claim's third argument, or in "
+                     "C.declare(notebook, {key: words})" for c in self.claims if (c['notebook'], c['key']) not in self.words]
+        if problems: raise ValueError("claims without words, or words without claims:\n" + '\n'.join(problems))
+        if declared is not None and not isinstance(declared, pd.DataFrame):
+            declared = pd.read_csv(declared, dtype=str, keep_default_na=False) if Path(declared).exists() else None
+        when = {} if declared is None else {(r.notebook, r.key): r.declared for r in declared.itertuples()}
+        return pd.DataFrame([dict(notebook=c['notebook'], key=c['key'], **self.words[c['notebook'], c['key']],
+                                  declared=when.get((c['notebook'], c['key']), 'prerun')) for c in self.claims],
+                            columns=CLAIMS_COLUMNS)
 
     def save(self, claims_dir: str|Path) -> list[Path]:
         "Write `claims/<notebook>.json` for every notebook of the set (what `status` and the tests read)."
@@ -203,6 +259,20 @@ def declared_claims(path: str|Path|None = None) -> pd.DataFrame:
                  for i in np.flatnonzero(dup)]
     if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
     return df
+
+def write_claims(C: ClaimSet, path: str|Path) -> pd.DataFrame:
+    """The claims data file `path` (`docs/claims.csv`) made from the claims notebooks: the rows of `C`'s papers from
+    `C` (`ClaimSet.rows`, each row's `declared` kept), the other papers' rows as they were, by notebook; written only
+    where that changes it. Returns the rows of `C`'s papers."""
+    path = Path(path)
+    old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists()
+           else pd.DataFrame(columns=CLAIMS_COLUMNS))
+    mine = C.rows(old)
+    papers = _papers(set(mine.notebook))
+    keep = old[~old.notebook.map(lambda nb: paper_of_notebook(nb + '.ipynb') in papers)] if len(old) else old
+    text = pd.concat([keep, mine]).sort_values('notebook', kind='stable').to_csv(index=False)
+    if not path.exists() or path.read_text() != text: atomic_write_text(path, text)
+    return mine
 
 def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
     """The verdicts of the stand-in that differ from the expected ones, with their measured reasons, written after the

@@ -18,7 +18,7 @@ from .data import get_split
 from .metrics import retrieval_metrics
 from .backfill import curve_auc
 from .updates import curve_tilde, plot_update_curves
-from .claims import DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff, least, linear
+from .claims import DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff, least, linear, write_claims
 from .provenance import find_notebook
 from .report import repo_root
 from .book import RecordBook
@@ -139,17 +139,17 @@ def best_of(item: str, best: str, others, metric: str) -> list:
 
 UPGRADE_MARGIN = 10.   # points a stand-in's new model must gain over the old one on its own (top-1; rank-1 for faces)
 
-def upgrade_check(C: ClaimSet, key: str, new: tuple, old: tuple) -> dict:
+def upgrade_check(C: ClaimSet, key: str, new: tuple, old: tuple, words: str|dict|None = None) -> dict:
     """The check that a stand-in's new model is a real upgrade: its self-test `new` (a record `(item, method, metric)`)
-    at least `UPGRADE_MARGIN` points above old/old's record `old`, declared as `key` of `C`'s current notebook (its row
-    in `docs/claims.csv` is a 'check' and names the models)."""
-    return C.claim(key, linear({tuple(new): 1., tuple(old): -1.}, -UPGRADE_MARGIN))
+    at least `UPGRADE_MARGIN` points above old/old's record `old`, declared as `key` of `C`'s current notebook with its
+    `words` (a 'check' that names the models; see `ClaimSet.claim`)."""
+    return C.claim(key, linear({tuple(new): 1., tuple(old): -1.}, -UPGRADE_MARGIN), words)
 
 # %% ../nbs/13_experiments.ipynb #10212288
 def claims_overview(book, seed: int, C: ClaimSet) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(claims table indexed by key, records) of the claims `C` of `book`'s paper, judged on the records of its
-    notebooks over every recorded seed with the rows of `docs/claims.csv` (and `docs/differing_verdicts.csv`) of the
-    repository the notebook is in; `C` is saved under `claims/` (a notebook of
+    notebooks over every recorded seed with their words (written into `docs/claims.csv` of the repository the notebook
+    is in, `write_claims`) and `docs/differing_verdicts.csv`; `C` is saved under `claims/` (a notebook of
     the paper that no longer declares any claim loses its file), and each claim's margin on `seed` recorded under
     'Claims'."""
     if not C.claims:
@@ -163,11 +163,10 @@ def claims_overview(book, seed: int, C: ClaimSet) -> tuple[pd.DataFrame, pd.Data
         if f.stem not in mine and f.stem != book.notebook and paper_of_notebook(f.stem + '.ipynb') == book.paper:
             f.unlink()
     C.save(book.dir/'claims')
-    src = find_notebook(book.notebook)   # the claims data file of the repository whose notebook this is
-    docs = (src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs'/'claims.csv').exists()
-            else repo_root()/'docs')
+    src = find_notebook(book.notebook)   # the claims data files of the repository whose notebook this is
+    docs = src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs').is_dir() else repo_root()/'docs'
     dv = docs/'differing_verdicts.csv'
-    t = claims_table(C.claims, R, declared=docs/'claims.csv',
+    t = claims_table(C.claims, R, declared=write_claims(C, docs/'claims.csv'),
                      differing=dv if dv.exists() else pd.DataFrame(columns=DIFFERING_VERDICTS_COLUMNS))
     n = t.groupby('kind').size()
     print(f"{n.get('finding', 0)} findings and {n.get('check', 0)} checks of {book.paper} on the records of "

@@ -5,7 +5,8 @@ a margin that is the same on every seed, and no claim may be missing its numbers
 Every claim has exactly one row of the data file and every row a claim, and each row was declared before the runs it
 judges. A flipped record (in any paper), an unknown or duplicate key, a constant finding and a malformed row must each
 be caught: those are shown on copies of the committed records and on small made-up runs."""
-import json, re, shutil, subprocess
+import ast, json, re, shutil, subprocess, sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -69,6 +70,64 @@ def test_every_claim_has_one_row_and_every_row_a_claim(paper):
     assert not have - rows, f'claims without a row of {DECLARED.relative_to(ROOT)}: {sorted(have - rows)}'
     assert not rows - have, (f'rows of {DECLARED.relative_to(ROOT)} that no saved claim has (re-run the claims notebook, '
                              f'or delete the row): {sorted(rows - have)}')
+
+
+DECLARATIONS = """
+import json, os, sys
+from pathlib import Path
+nb = Path(sys.argv[1]).resolve()
+os.environ['COMPATREPRO_NOTEBOOK'] = str(nb); os.chdir(nb.parent)
+cells = [''.join(c['source']) for c in json.loads(nb.read_text())['cells'] if c['cell_type'] == 'code']
+g = {'__name__': '__main__'}
+for i, src in enumerate(cells):
+    if 'claims_overview(book' in src: break
+    exec(compile(src, f'<{nb.name} code cell {i}>', 'exec'), g)
+print('@@' + json.dumps(dict(rows=g['C'].rows(sys.argv[2]).values.tolist(),
+                             claims=[[c['notebook'], c['key']] for c in g['C'].claims])))
+"""
+
+
+def _claims_notebook(paper: str) -> Path:
+    return next(ROOT.glob(f'nbs/{[d for d, p in PAPER_DECADES.items() if p == paper][0]}9_*_claims.ipynb'))
+
+
+def _declarations(paper: str) -> dict:
+    """What `paper`'s claims notebook declares, run up to its judging cell in a process of its own (the declarations
+    read only the committed records): {'rows': its rows of docs/claims.csv, 'claims': [(notebook, key)]}."""
+    nb = _claims_notebook(paper)
+    r = subprocess.run([sys.executable, '-c', DECLARATIONS, str(nb), str(DECLARED)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    assert r.returncode == 0, f'{nb.name} did not declare its claims:\n{r.stderr[-3000:]}'
+    return json.loads(r.stdout.split('@@')[-1])
+
+
+@pytest.mark.parametrize('paper', PAPERS)
+def test_the_data_file_is_what_the_claims_notebook_declares(paper):
+    """docs/claims.csv is made by the claims notebooks (`write_claims`), never edited by hand: `paper`'s rows are, in
+    order, the claims its notebook declares with their words, kinds, expectations and reasons as written there."""
+    rows = _rows_of(paper)
+    made = pd.DataFrame(_declarations(paper)['rows'], columns=CLAIMS_COLUMNS)
+    made = made.sort_values('notebook', kind='stable').reset_index(drop=True)
+    assert made.values.tolist() == rows.reset_index(drop=True).values.tolist(), (
+        f'{DECLARED.relative_to(ROOT)} is not what the claims notebook of {paper} declares: re-run it (compatrepro '
+        f'reproduce --only {_claims_notebook(paper).stem} --seeds 0 1 2), which writes the file')
+
+
+@pytest.mark.parametrize('paper', PAPERS)
+def test_each_claim_key_is_written_out_once(paper):
+    """Each claim's key appears in its paper's claims notebook as a string of its own, once per notebook whose claim it
+    names (a key shared by several experiment notebooks, once for each): a search for the key finds its words and its
+    margin, never a key built by code alone."""
+    nb = _claims_notebook(paper)
+    strings = Counter()
+    for c in json.loads(nb.read_text())['cells']:
+        if c['cell_type'] == 'code':
+            strings.update(n.value for n in ast.walk(ast.parse(''.join(c['source'])))
+                           if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    declared = Counter(k for _, k in _declarations(paper)['claims'])
+    wrong = {k: (strings[k], n) for k, n in declared.items() if strings[k] != n}
+    assert not wrong, (f'claim keys of {nb.name} not written out once per notebook that declares them '
+                       f'(key: (times written, notebooks)): {wrong}; write each in C.claim or C.declare')
 
 
 def test_the_data_files_are_well_formed():
