@@ -4,7 +4,7 @@
 
 # %% ../nbs/12b_claims.ipynb #b7df4167
 from __future__ import annotations
-import json, re
+import fcntl, hashlib, json, re, tempfile
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -70,7 +70,7 @@ def check(claim: str, expect: str = 'holds', reason: str = '') -> dict:
     return _words(claim, 'check', expect, reason)
 
 def finding(claim: str, expect: str = 'holds', reason: str = '') -> dict:
-    "The words of a finding (the paper's claim), with an expected verdict other than 'holds' and its reason."
+    "The words of a finding (the paper's claim), its expected verdict and the reason for one other than 'holds'."
     return _words(claim, 'finding', expect, reason)
 
 def _words(claim, kind='finding', expect='holds', reason='') -> dict:
@@ -123,26 +123,32 @@ class ClaimSet:
         if words is not None and (self.notebook, key) in self.register:
             raise ValueError(f"claim {key!r} of {self.notebook} is worded twice: in `declare` and in `claim`; keep one")
         w = _words(words) if words is not None else self.register.get((self.notebook, key))
-        if w is not None: self.words[self.notebook, key] = w
+        if w is not None:
+            self.words[self.notebook, key] = w
         self.claims.append(c)
         return c
 
     def rows(self, declared: pd.DataFrame|str|Path|None = None) -> pd.DataFrame:
         """The claims as rows of `docs/claims.csv` (`CLAIMS_COLUMNS`), in the order declared, each row's `declared`
-        kept from `declared` (the rows written so far; a new claim: 'prerun'). A claim without words, and words
+        kept from `declared` (the rows written so far) while its kind and expected verdict stay as they were there (a
+        new claim, or a changed expectation: 'prerun', until a commit declares it). A claim without words, and words
         `declare` gave a key that no claim took, are errors."""
         have = {(c['notebook'], c['key']) for c in self.claims}
         problems = [f"  {nb} {k!r}: worded by `declare`, but no claim of that key is declared (a key renamed?)"
                     for nb, k in self.register if (nb, k) not in have]
         problems += [f"  {c['notebook']} {c['key']!r}: no words; give them as C.claim's third argument, or in "
-                     "C.declare(notebook, {key: words})" for c in self.claims if (c['notebook'], c['key']) not in self.words]
+                     "C.declare(notebook, {key: words})"
+                     for c in self.claims if (c['notebook'], c['key']) not in self.words]
         if problems: raise ValueError("claims without words, or words without claims:\n" + '\n'.join(problems))
         if declared is not None and not isinstance(declared, pd.DataFrame):
             declared = pd.read_csv(declared, dtype=str, keep_default_na=False) if Path(declared).exists() else None
-        when = {} if declared is None else {(r.notebook, r.key): r.declared for r in declared.itertuples()}
-        return pd.DataFrame([dict(notebook=c['notebook'], key=c['key'], **self.words[c['notebook'], c['key']],
-                                  declared=when.get((c['notebook'], c['key']), 'prerun')) for c in self.claims],
-                            columns=CLAIMS_COLUMNS)
+        was = {} if declared is None else {(r.notebook, r.key): r for r in declared.itertuples()}
+        rows = []
+        for c in self.claims:
+            k, w = (c['notebook'], c['key']), self.words[c['notebook'], c['key']]
+            same = k in was and (was[k].kind, was[k].expect) == (w['kind'], w['expect'])
+            rows.append(dict(notebook=k[0], key=k[1], **w, declared=was[k].declared if same else 'prerun'))
+        return pd.DataFrame(rows, columns=CLAIMS_COLUMNS)
 
     def save(self, claims_dir: str|Path) -> list[Path]:
         "Write `claims/<notebook>.json` for every notebook of the set (what `status` and the tests read)."
@@ -263,15 +269,20 @@ def declared_claims(path: str|Path|None = None) -> pd.DataFrame:
 def write_claims(C: ClaimSet, path: str|Path) -> pd.DataFrame:
     """The claims data file `path` (`docs/claims.csv`) made from the claims notebooks: the rows of `C`'s papers from
     `C` (`ClaimSet.rows`, each row's `declared` kept), the other papers' rows as they were, by notebook; written only
-    where that changes it. Returns the rows of `C`'s papers."""
-    path = Path(path)
-    old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists()
-           else pd.DataFrame(columns=CLAIMS_COLUMNS))
-    mine = C.rows(old)
-    papers = _papers(set(mine.notebook))
-    keep = old[~old.notebook.map(lambda nb: paper_of_notebook(nb + '.ipynb') in papers)] if len(old) else old
-    text = pd.concat([keep, mine]).sort_values('notebook', kind='stable').to_csv(index=False)
-    if not path.exists() or path.read_text() != text: atomic_write_text(path, text)
+    where that changes it (under a lock: two papers' claims notebooks may run at once). Returns the rows of `C`'s
+    papers."""
+    path = Path(path).resolve()
+    lock = Path(tempfile.gettempdir())/f"compatrepro-claims-{hashlib.sha1(str(path).encode()).hexdigest()[:12]}.lock"
+    with open(lock, 'w') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists()
+               else pd.DataFrame(columns=CLAIMS_COLUMNS))
+        mine = C.rows(old)
+        papers = _papers(set(mine.notebook))
+        keep = old[~old.notebook.map(lambda nb: paper_of_notebook(nb + '.ipynb') in papers)] if len(old) else old
+        text = pd.concat([keep, mine]).sort_values('notebook', kind='stable').to_csv(index=False)
+        if not path.exists() or path.read_text() != text:
+            atomic_write_text(path, text)
     return mine
 
 def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
@@ -327,10 +338,11 @@ def claims_table(claims: list[dict], records: pd.DataFrame, declared: pd.DataFra
     rows_of = {(r.notebook, r.key): r for r in dc.itertuples()}
     differs = {(r.notebook, r.key): r for r in dv.itertuples()}
     if strict:
-        problems = ([f"  {nb} {k!r}: declared by a claims notebook, but docs/claims.csv has no row for it: add one "
-                     f"({','.join(CLAIMS_COLUMNS)})" for nb, k in sorted(have - set(rows_of))]
+        problems = ([f"  {nb} {k!r}: declared by a claims notebook, but docs/claims.csv has no row for it: re-run "
+                     "that notebook, which writes the file" for nb, k in sorted(have - set(rows_of))]
                     + [f"  {nb} {k!r}: a row of docs/claims.csv that no claims notebook declares (a key renamed or "
-                       "removed? declare it, or delete the row)" for nb, k in sorted(set(rows_of) - have)]
+                       "removed? re-run the claims notebook, which writes the file)"
+                       for nb, k in sorted(set(rows_of) - have)]
                     + [f"  {nb} {k!r}: a row of docs/differing_verdicts.csv naming no declared claim: delete it"
                        for nb, k in sorted(set(differs) - have)])
         if problems: raise ValueError("claims and docs/claims.csv disagree:\n" + '\n'.join(problems))
@@ -376,7 +388,8 @@ def claims_problems(table: pd.DataFrame, missing_ok=()) -> list[str]:
             + [f"{r.notebook} {r.key!r}: {r.verdict} as expected, but docs/differing_verdicts.csv explains "
                f"{r.differs_as!r}: delete the row" for r in t.itertuples() if r.agrees and r.differs_as]
             + [f"{r.notebook} {r.key!r}: a finding with the same margin {r.margin} on every seed: make it a "
-               "check in docs/claims.csv if it holds by construction, else test it where the numbers vary"
+               "check (`check(words)` where it is declared) if it holds by construction, else test it where the "
+               "numbers vary"
                for r in t.itertuples() if r.constant]
             + [f"{r.notebook} {r.key!r}: no seed has its records ({r.lacks}): the notebook must record them (a typo in "
                "a reference reads the same)" for r in table[table.verdict == 'missing'].itertuples()

@@ -18,7 +18,8 @@ from .data import get_split
 from .metrics import retrieval_metrics
 from .backfill import curve_auc
 from .updates import curve_tilde, plot_update_curves
-from .claims import DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff, least, linear, write_claims
+from .claims import (DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_table, claim_margins, diff,
+    least, linear, write_claims)
 from .provenance import find_notebook
 from .report import repo_root
 from .book import RecordBook
@@ -164,7 +165,8 @@ def claims_overview(book, seed: int, C: ClaimSet) -> tuple[pd.DataFrame, pd.Data
             f.unlink()
     C.save(book.dir/'claims')
     src = find_notebook(book.notebook)   # the claims data files of the repository whose notebook this is
-    docs = src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs').is_dir() else repo_root()/'docs'
+    docs = (src.parent.parent/'docs' if src is not None and (src.parent.parent/'docs').is_dir()
+            else repo_root()/'docs')
     dv = docs/'differing_verdicts.csv'
     t = claims_table(C.claims, R, declared=write_claims(C, docs/'claims.csv'),
                      differing=dv if dv.exists() else pd.DataFrame(columns=DIFFERING_VERDICTS_COLUMNS))

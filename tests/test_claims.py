@@ -69,7 +69,7 @@ def test_every_claim_has_one_row_and_every_row_a_claim(paper):
     rows = set(zip(*_rows_of(paper)[['notebook', 'key']].values.T)) if len(_rows_of(paper)) else set()
     assert not have - rows, f'claims without a row of {DECLARED.relative_to(ROOT)}: {sorted(have - rows)}'
     assert not rows - have, (f'rows of {DECLARED.relative_to(ROOT)} that no saved claim has (re-run the claims notebook, '
-                             f'or delete the row): {sorted(rows - have)}')
+                             f'which writes the file): {sorted(rows - have)}')
 
 
 DECLARATIONS = """
