@@ -5,6 +5,7 @@
 # %% ../nbs/12b_claims.ipynb #b7df4167
 from __future__ import annotations
 import fcntl, hashlib, json, re, tempfile
+from collections import Counter
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -12,10 +13,11 @@ from .core import atomic_write_text
 from .report import paper_of_notebook, repo_root
 
 # %% auto #0
-__all__ = ['VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS', 'CLAIMS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'CLAIMS_TABLE_COLUMNS',
-           'linear', 'diff', 'above', 'below', 'least', 'near', 'close_to', 'order', 'make_claim', 'check', 'finding',
-           'ClaimSet', 'load_claims', 'claim_refs', 'record_index', 'claim_margins', 'claim_band', 'claim_verdict',
-           'declared_claims', 'write_claims', 'differing_verdicts', 'claims_table', 'claims_problems']
+__all__ = ['VERDICTS', 'CLOSE_WITHIN', 'CLAIM_KINDS', 'CLAIMS_COLUMNS', 'DIFFERING_VERDICTS_COLUMNS', 'SHARED_REASON',
+           'CLAIMS_TABLE_COLUMNS', 'linear', 'diff', 'above', 'below', 'least', 'near', 'close_to', 'order',
+           'make_claim', 'check', 'finding', 'ClaimSet', 'load_claims', 'claim_refs', 'record_index', 'claim_margins',
+           'claim_band', 'claim_verdict', 'declared_claims', 'write_claims', 'shared_reasons', 'expand_reason',
+           'differing_verdicts', 'claims_table', 'claims_problems']
 
 # %% ../nbs/12b_claims.ipynb #fd3896f6
 VERDICTS = ('holds', 'fails', 'within noise')
@@ -285,12 +287,38 @@ def write_claims(C: ClaimSet, path: str|Path) -> pd.DataFrame:
             atomic_write_text(path, text)
     return mine
 
-def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
+SHARED_REASON = re.compile(r'\{shared:([^{}\s]+)\}')
+
+def shared_reasons(path: str|Path) -> dict:
+    """{name: reason} of `docs/shared_reasons.csv` (`path`; none if it does not exist): the reasons that several rows
+    of the differing verdicts share, each written once and referred to as `{shared:name}`, checked."""
+    path = Path(path)
+    if not path.exists(): return {}
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if list(df.columns) != ['name', 'reason']:
+        raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be name,reason")
+    bad = [n for n in df.name if not re.fullmatch(r'[a-z0-9][a-z0-9-]*', n)] + list(df.name[df.name.duplicated()])
+    if bad: raise ValueError(f"{path}: names must be short, lower-case and written once: {bad}")
+    return dict(zip(df.name, df.reason))
+
+def expand_reason(reason: str, shared: dict, seen: tuple = ()) -> str:
+    "`reason` with each `{shared:name}` replaced by that shared reason (itself expanded)."
+    def one(m):
+        name = m.group(1)
+        if name not in shared: raise KeyError(f"{{shared:{name}}}: no shared reason of that name")
+        if name in seen: raise ValueError(f"shared reasons refer to each other in a circle: {' -> '.join(seen + (name,))}")
+        return expand_reason(shared[name], shared, seen + (name,))
+    return SHARED_REASON.sub(one, reason)
+
+def differing_verdicts(path: str|Path|None = None, expand: bool = True) -> pd.DataFrame:
     """The verdicts of the stand-in that differ from the expected ones, with their measured reasons, written after the
     run that found them (`docs/differing_verdicts.csv` of the repository unless `path` is given), checked: every row
-    names a notebook and a claim's key once, the verdict it explains and why."""
+    names a notebook and a claim's key once, the verdict it explains and why. A reason that several rows share is
+    written once in `shared_reasons.csv` beside it and referred to as `{shared:name}`: `expand` writes it out in each
+    row (every shared reason must be referred to twice or more, else it belongs in its row)."""
     path = Path(path) if path else repo_root()/'docs'/'differing_verdicts.csv'
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    shared = shared_reasons(path.parent/'shared_reasons.csv')
     if list(df.columns) != DIFFERING_VERDICTS_COLUMNS:
         raise ValueError(f"{path}: the header is {','.join(df.columns)}; it must be "
                          f"{','.join(DIFFERING_VERDICTS_COLUMNS)}")
@@ -304,10 +332,19 @@ def differing_verdicts(path: str|Path|None = None) -> pd.DataFrame:
             problems.append(f"{where}: verdict={r.verdict!r}; write the verdict it explains, one of {VERDICTS}")
         if not r.reason.strip():
             problems.append(f"{where}: no reason; say why the stand-in gives this verdict, as measured")
+        try:
+            expand_reason(r.reason, shared)
+        except (KeyError, ValueError) as e:
+            problems.append(f"{where}: {e.args[0]} (shared_reasons.csv)")
     dup = df.duplicated(['notebook', 'key'], keep='first')
     problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.key[i]!r}) is written twice; keep one row"
                  for i in np.flatnonzero(dup)]
+    uses = Counter(n for text in [*df.reason, *shared.values()] for n in SHARED_REASON.findall(text))
+    problems += [f"shared_reasons.csv: {n!r} is referred to {uses[n]} time(s); a reason one row uses belongs in that row"
+                 for n in shared if uses[n] < 2]
     if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
+    if expand:
+        df['reason'] = [expand_reason(x, shared) for x in df.reason]
     return df
 
 CLAIMS_TABLE_COLUMNS = ['key', 'notebook', 'claim', 'kind', 'seeds', 'margin', 'holds_on', 'tolerance', 'verdict',

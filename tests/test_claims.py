@@ -15,7 +15,7 @@ import pytest
 from compatrepro.report import PAPER_DECADES, paper_of_notebook
 from compatrepro.ledger import pending_notebooks
 from compatrepro.claims import (CLAIMS_COLUMNS, DIFFERING_VERDICTS_COLUMNS, ClaimSet, above, claims_problems,
-                                claims_table, declared_claims, diff, load_claims)
+                                claims_table, declared_claims, diff, differing_verdicts, load_claims)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT/'results'/'tiny'
@@ -128,6 +128,49 @@ def test_each_claim_key_is_written_out_once(paper):
     wrong = {k: (strings[k], n) for k, n in declared.items() if strings[k] != n}
     assert not wrong, (f'claim keys of {nb.name} not written out once per notebook that declares them '
                        f'(key: (times written, notebooks)): {wrong}; write each in C.claim or C.declare')
+
+
+ABBREVIATIONS = ('App.', 'sec.', 'eq.', 'Eq.', 'eqs.', 'Fig.', 'e.g.', 'i.e.', 'vs.', 'cf.', 'al.', 'No.')
+
+
+def _sentences(text: str) -> list[str]:
+    "`text` cut after each '.' or ';' outside parentheses and abbreviations (and not inside a number)."
+    out, cur, depth = [], '', 0
+    for tok in re.split(r'(\s+)', text):
+        depth += tok.count('(') - tok.count(')')
+        cur += tok
+        if (depth <= 0 and tok.strip() and tok[-1] in '.;' and not tok.endswith(ABBREVIATIONS)
+                and not re.fullmatch(r'[A-Z]?\d*\.\d*\.?|\d+\.', tok)):
+            out.append(cur.strip()[:-1]); cur = ''
+    return out + ([cur.strip()] if cur.strip() else [])
+
+
+def _pasted(texts) -> dict:
+    "{sentence (its start): [names]} of the sentences of 150 characters or more that several of `texts` ((name, text)) hold."
+    where = {}
+    for name, text in texts:
+        for s in _sentences(text):
+            if len(s) >= 150 and '{shared:' not in s:
+                where.setdefault(s, []).append(name)
+    return {s[:80] + '...': w for s, w in where.items() if len(w) > 1}
+
+
+def test_a_shared_reason_is_written_once():
+    """A sentence of 150 characters or more that explains several differing verdicts is written once, in
+    docs/shared_reasons.csv, and referred to as {shared:name} (`differing_verdicts` writes it out): pasted into two rows,
+    the copies drift apart when one is re-measured."""
+    raw = differing_verdicts(DIFFERING, expand=False)
+    shared = pd.read_csv(ROOT/'docs'/'shared_reasons.csv', dtype=str, keep_default_na=False)
+    twice = _pasted([*((f'{r.notebook} {r.key}', r.reason) for r in raw.itertuples()),
+                     *((f'shared {r.name}', r.reason) for r in shared.itertuples())])
+    assert not twice, f'sentences written in several places (write each once in docs/shared_reasons.csv): {twice}'
+
+
+def test_a_reason_pasted_twice_is_caught():
+    long = ', '.join(['the old model trains on all 120 classes as App. B.1 does (eq. 2; 12-15 points of room)'] * 2)
+    assert list(_pasted([('a', f'{long}. On top1'), ('b', f'So: {long}; on mAP')]).values()) == []   # not a whole sentence of b
+    assert list(_pasted([('a', f'{long}. On top1'), ('b', f'On mAP. {long}')]).values()) == [['a', 'b']]
+    assert len(_sentences('A first one (eq. 2; see App. B.1). A second, 0.5 long; a third')) == 3
 
 
 def test_the_data_files_are_well_formed():

@@ -91,7 +91,7 @@ def _nb(code: str) -> nbformat.NotebookNode:
 
 def test_pending_reruns_land_seed_by_seed(tmp_path, monkeypatch):
     d = tmp_path; (d/'nbs').mkdir(); (d/'docs').mkdir()
-    for f in ('paper_items.csv', 'claims.csv', 'differing_verdicts.csv'): shutil.copy(ROOT/'docs'/f, d/'docs')
+    for f in ('paper_items.csv', 'claims.csv', 'differing_verdicts.csv', 'shared_reasons.csv'): shutil.copy(ROOT/'docs'/f, d/'docs')
     code = "book.add('Table 1', 'FCT', 'top1~', 50 + P.seed, dataset='Glyphs stand-in for ImageNet-1k')"
     nbformat.write(_nb(code), d/'nbs'/'20_one.ipynb')
     res, args = d/'results'/'tiny', ('tiny', d/'results', d/'nbs')
