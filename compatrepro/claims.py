@@ -306,7 +306,8 @@ def expand_reason(reason: str, shared: dict, seen: tuple = ()) -> str:
     def one(m):
         name = m.group(1)
         if name not in shared: raise KeyError(f"{{shared:{name}}}: no shared reason of that name")
-        if name in seen: raise ValueError(f"shared reasons refer to each other in a circle: {' -> '.join(seen + (name,))}")
+        if name in seen:
+            raise ValueError(f"shared reasons refer to each other in a circle: {' -> '.join(seen + (name,))}")
         return expand_reason(shared[name], shared, seen + (name,))
     return SHARED_REASON.sub(one, reason)
 
@@ -340,8 +341,8 @@ def differing_verdicts(path: str|Path|None = None, expand: bool = True) -> pd.Da
     problems += [f"{path.name} line {i + 2}: ({df.notebook[i]}, {df.key[i]!r}) is written twice; keep one row"
                  for i in np.flatnonzero(dup)]
     uses = Counter(n for text in [*df.reason, *shared.values()] for n in SHARED_REASON.findall(text))
-    problems += [f"shared_reasons.csv: {n!r} is referred to {uses[n]} time(s); a reason one row uses belongs in that row"
-                 for n in shared if uses[n] < 2]
+    problems += [f"shared_reasons.csv: {n!r} is referred to {uses[n]} time(s); a reason one row uses belongs in that "
+                 "row" for n in shared if uses[n] < 2]
     if problems: raise ValueError(f"{path} has {len(problems)} problem(s):\n" + '\n'.join(problems))
     if expand:
         df['reason'] = [expand_reason(x, shared) for x in df.reason]
