@@ -536,3 +536,6 @@ def main(argv: list[str]|None = None) -> int:
         return a.func(a)
     except (ValueError, FileNotFoundError) as e:
         print(f'compatrepro: {e}', file=sys.stderr); return 2
+    except BrokenPipeError:   # `compatrepro status | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error when Python flushes stdout
+        return 0

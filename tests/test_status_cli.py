@@ -90,3 +90,13 @@ def test_claims_never_end_a_reason_mid_word(table, claims_text):
     whole = {_flat(x) for r in t.itertuples() for x in r.reasons.split(' | ')}
     printed = [_flat(' '.join(e)).split(': ', 1)[1] for e in entries]
     assert printed and all(x in whole for x in printed), next(x for x in printed if x not in whole)
+
+
+def test_status_into_a_closed_pipe_ends_quietly():
+    """`compatrepro status | head`: when the reader stops reading, the command stops without a traceback."""
+    import subprocess, sys
+    p = subprocess.Popen([sys.executable, '-c', 'import sys; from compatrepro.cli import main; sys.exit(main())', 'status'],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.close()            # before status has printed anything: it takes seconds to table the results
+    err, rc = p.stderr.read(), p.wait()
+    assert 'Traceback' not in err and rc == 0, err[-2000:]
