@@ -11,7 +11,9 @@ its features on CIFAR-100's evaluation images, query = gallery, top-1 and mAP) b
 - 'recipe': the library's (52's own model, from the cache);
 - 'lr 1e-3': five times the learning rate (DeiT's 5e-4 per 512 images, at the recipe's batch), the recipe's warm-up;
 - 'patch 4': 4-pixel patches, 64 tokens of a glyph (the recipe's rate);
-- 'patch 4, lr 1e-3': both.
+- 'patch 4, lr 1e-3': both;
+- 'epochs x4': four times the recipe's epochs (60), its rate and warm-up: small-data ViTs train for hundreds of
+  epochs (DeiT trains for 300).
 
     python benchmarks/vit_screen.py --seeds 0 --out benchmarks/vit_screen.csv
 
@@ -25,7 +27,8 @@ import pandas as pd
 
 from probe_args import apply_probe_arguments, probe_arguments, run_variants, variant_arguments
 
-VARIANTS = {'recipe': dict(), 'lr 1e-3': dict(lr=1e-3), 'patch 4': dict(patch=4), 'patch 4, lr 1e-3': dict(patch=4, lr=1e-3)}
+VARIANTS = {'recipe': dict(), 'lr 1e-3': dict(lr=1e-3), 'patch 4': dict(patch=4), 'patch 4, lr 1e-3': dict(patch=4, lr=1e-3),
+            'epochs x4': dict(epochs_times=4)}
 RECIPE = 'recipe'
 
 
@@ -56,8 +59,9 @@ def measure(seed: int, variant: str, scale: str) -> dict:
     set_context(RunContext.from_env(device='cpu', progress=False))
     P = ExperimentParams(seed=seed, scale=scale, device='cpu')
     specs = rm_specs(P, RM_DATASETS['CIFAR-100'], baselines=(), upgrade='vit')
-    lr = VARIANTS[variant].get('lr')
-    new = specs['new'] if lr is None else replace(specs['new'], lr=lr)   # at the recipe's batch (lr_batch = batch)
+    v = VARIANTS[variant]
+    new = replace(specs['new'], lr=v.get('lr', specs['new'].lr),   # at the recipe's batch (lr_batch = batch)
+                  epochs=specs['new'].epochs * v.get('epochs_times', 1))
     art = cached_backbone(new)
     row = dict(seed=seed, variant=variant, epochs=new.epochs, lr=new.lr)
     for name, s in (('new', new), ('old', specs['old'])):
