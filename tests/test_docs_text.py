@@ -152,3 +152,15 @@ def test_no_issue_numbers_in_what_readers_read():
         found += [f"{f.relative_to(ROOT)}: {m.group()}" for c in _load(f)['cells'] if c['cell_type'] == 'markdown'
                   for m in pat.finditer(''.join(c['source']))]
     assert not found, 'tracker issue numbers in the docs: ' + '; '.join(found)
+
+
+def test_no_per_seed_results_typed_into_the_notebooks_text():
+    """An experiment notebook's text says what its runs show, not their numbers: three numbers joined by '/' (a result
+    per seed, '70.2/70.0/67.2') typed into a markdown cell go stale with the next re-run; the records the notebook shows
+    have them."""
+    import re
+    num = r'[-+]?\d+(?:\.\d+)?'
+    per_seed = re.compile(rf'(?<![\w.]){num}/{num}/{num}(?![\w/])')
+    found = [f"{f.name}: {m.group()}" for f in sorted((ROOT/'nbs').glob('[2-5][0-9]_*.ipynb'))
+             for c in _load(f)['cells'] if c['cell_type'] == 'markdown' for m in per_seed.finditer(''.join(c['source']))]
+    assert not found, 'per-seed results typed into experiment notebooks\' text: ' + '; '.join(found)
