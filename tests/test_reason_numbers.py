@@ -1,0 +1,95 @@
+"""The per-seed numbers quoted in the reasons of the differing verdicts, checked against the records.
+
+A reason measured after a run quotes that run's numbers, one per seed ('-0.89/-2.02/-2.59'). Each such quote must be a
+record of the row's notebook on seeds 0-2, the margin of the row's claim, or the difference of two records of one item
+and metric, at the precision quoted: a re-run that moves the numbers makes the quote fail here instead of leaving the
+reason silently wrong. A quote the records cannot give (a benchmark's number, another notebook's, a derived one) is
+listed in `docs/untraced_numbers.csv`, and the list may only shrink: a quote that becomes traceable, or disappears,
+must leave it."""
+import glob
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compatrepro.claims import claim_margins, differing_verdicts, load_claims
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT/'results'/'tiny'
+UNTRACED = ROOT/'docs'/'untraced_numbers.csv'
+NUM = r'[-+]?\d+(?:\.\d+)?'
+PER_SEED = re.compile(rf'(?<![\w.]){NUM}/{NUM}/{NUM}(?![\w/])')
+SEEDS = (0, 1, 2)
+
+
+def per_seed_quotes(text: str) -> list[str]:
+    "The quotes of one number per seed of seeds 0-2 in `text`: three numbers joined by '/'."
+    return PER_SEED.findall(text)
+
+
+def quoted(quote: str, candidates: np.ndarray) -> bool:
+    """Whether a row of `candidates` (n x 3, seeds 0-2) rounds to `quote` at the precision of each of its numbers, or
+    does so in percent (a share quoted as a percentage)."""
+    xs = quote.split('/')
+    target = np.array([float(x) for x in xs])
+    tol = 10.0 ** -np.array([len(x.split('.')[1]) if '.' in x else 0 for x in xs]) * 0.51 + 1e-9
+    c = np.asarray(candidates, dtype=float).reshape(-1, 3)
+    return bool(len(c)) and bool((np.abs(c - target) <= tol).all(axis=1).any()
+                                 or (np.abs(c * 100 - target) <= tol).all(axis=1).any())
+
+
+def _sources(records: pd.DataFrame) -> np.ndarray:
+    "Every record of one notebook on seeds 0-2, and the difference of every two records of one item and metric."
+    p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
+    if not set(SEEDS) <= set(p.columns): return np.zeros((0, 3))
+    p = p[list(SEEDS)].dropna()
+    diffs = [(v[:, None, :] - v[None, :, :]).reshape(-1, 3) for _, g in p.groupby(level=[0, 1]) for v in [g.values]]
+    return np.concatenate([p.values, *diffs]) if diffs else p.values
+
+
+def untraced_quotes() -> set[tuple]:
+    "(notebook, key, quote) of every per-seed quote of the differing verdicts that the committed records cannot give."
+    dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
+    records = pd.concat([pd.read_csv(f).assign(notebook=Path(f).name.split('.seed')[0])
+                         for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
+    claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
+    out, sources = set(), {}
+    for r in dv.itertuples():
+        quotes = per_seed_quotes(r.reason)
+        if not quotes: continue
+        mine = records[records.notebook == r.notebook]
+        if r.notebook not in sources: sources[r.notebook] = _sources(mine)
+        c, margin = claims.get((r.notebook, r.key)), np.zeros((0, 3))
+        if c is not None:
+            m = claim_margins(c, mine, skip_incomplete=True)
+            if set(SEEDS) <= set(m): margin = np.array([[m[s] for s in SEEDS]])
+        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, np.concatenate([sources[r.notebook], margin]))}
+    return out
+
+
+def test_quotes_are_what_the_records_give():
+    listed = pd.read_csv(UNTRACED, dtype=str, keep_default_na=False)
+    assert list(listed.columns) == ['notebook', 'key', 'quote']
+    listed = set(map(tuple, listed.values))
+    found = untraced_quotes()
+    new, gone = found - listed, listed - found
+    assert not new, ('per-seed numbers in docs/differing_verdicts.csv (or the shared reasons it refers to) that are no '
+                     'record, claim margin or difference of two records of their notebook on seeds 0-2: re-measure them '
+                     '(a re-run moved them?), or, if they come from elsewhere (a benchmark), add them to '
+                     f'{UNTRACED.relative_to(ROOT)}:\n' + '\n'.join(f'  {n} {k!r}: {q}' for n, k, q in sorted(new)))
+    assert not gone, (f'rows of {UNTRACED.relative_to(ROOT)} that the records now give, or that no reason quotes: '
+                      'delete them:\n' + '\n'.join(f'  {n} {k!r}: {q}' for n, k, q in sorted(gone)))
+
+
+@pytest.mark.parametrize('quote, candidates, expected', [
+    ('-0.89/-2.02/-2.59', [[-0.891, -2.0249, -2.5851]], True),
+    ('-0.89/-2.02/-2.59', [[-0.891, -2.03, -2.5851]], False),          # seed 1 moved by a hundredth
+    ('18.7/18.9/20.0', [[18.74, 18.91, 19.96]], True),
+    ('4.96/5.47/4.28', [[0.0496, 0.0547, 0.0428]], True),               # a share, quoted in percent
+    ('8/12/14', [[8.6, 12., 14.]], False),                           # 8.6 is quoted as 9
+])
+def test_a_quote_is_checked_at_its_precision(quote, candidates, expected):
+    assert quoted(quote, np.array(candidates)) is expected
+    assert per_seed_quotes(f'is {quote} on seeds 0-2') == [quote]
