@@ -2,8 +2,9 @@
 
 A reason measured after a run quotes that run's numbers, one per seed ('-0.89/-2.02/-2.59'). Each such quote must be a
 record of the row's notebook on seeds 0-2, the margin of the row's claim, or the difference of two records of one item
-and metric, at the precision quoted: a re-run that moves the numbers makes the quote fail here instead of leaving the
-reason silently wrong. A quote the records cannot give (a benchmark's number, another notebook's, a derived one) is
+and metric, at the precision quoted, or, where the reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a
+column of that benchmark's committed CSVs on seeds 0-2 or the difference of two of its rows: a re-run that moves the
+numbers makes the quote fail here instead of leaving the reason silently wrong. A quote the records cannot give (a benchmark's number, another notebook's, a derived one) is
 listed in `docs/untraced_numbers.csv`, and the list may only shrink: a quote that becomes traceable, or disappears,
 must leave it."""
 import glob
@@ -49,6 +50,26 @@ def _sources(records: pd.DataFrame) -> np.ndarray:
     return np.concatenate([p.values, *diffs]) if diffs else p.values
 
 
+BENCHMARK = re.compile(r'benchmarks/([\w/]+)\.(?:csv|py)')
+
+
+def _benchmark_sources(name: str) -> np.ndarray:
+    """Each numeric column of the committed CSVs of benchmark `name` (`benchmarks/<name>.csv` and `<name>*.csv`) that
+    have a seed column, per row of the other columns on seeds 0-2, and the difference of every two such rows."""
+    out = []
+    for f in dict.fromkeys([ROOT/'benchmarks'/f'{name}.csv', *sorted((ROOT/'benchmarks').glob(f'{name}*.csv'))]):
+        d = pd.read_csv(f) if f.exists() else pd.DataFrame()
+        if 'seed' not in d: continue
+        numeric = [c for c in d.columns if c != 'seed' and pd.api.types.is_numeric_dtype(d[c])]
+        keys = [c for c in d.columns if c not in numeric and c != 'seed']
+        for c in numeric if keys else []:
+            p = d.pivot_table(index=keys, columns='seed', values=c, aggfunc='first')
+            if set(SEEDS) <= set(p.columns):
+                v = p[list(SEEDS)].dropna().values
+                out += [v, (v[:, None, :] - v[None, :, :]).reshape(-1, 3)]
+    return np.concatenate(out) if out else np.zeros((0, 3))
+
+
 def untraced_quotes() -> set[tuple]:
     "(notebook, key, quote) of every per-seed quote of the differing verdicts that the committed records cannot give."
     dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
@@ -65,7 +86,10 @@ def untraced_quotes() -> set[tuple]:
         if c is not None:
             m = claim_margins(c, mine, skip_incomplete=True)
             if set(SEEDS) <= set(m): margin = np.array([[m[s] for s in SEEDS]])
-        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, np.concatenate([sources[r.notebook], margin]))}
+        for name in set(BENCHMARK.findall(r.reason)) - set(sources):
+            sources[name] = _benchmark_sources(name)
+        found = np.concatenate([sources[r.notebook], margin, *(sources[n] for n in set(BENCHMARK.findall(r.reason)))])
+        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found)}
     return out
 
 
