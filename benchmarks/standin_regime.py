@@ -164,7 +164,8 @@ def doubling_table(paths, tolerance: float = 1.0) -> str:
     out = ['| candidate | recipe | model | seeds | top-1 / mAP at E | at 2E | largest move | CPU min at E |',
            '|---|---|---|---|---|---|---|---|']
     for cand, g in d.groupby('candidate', sort=False):
-        recipe = ', '.join(f'{k}={v}' for k, v in json.loads(g.recipe.iloc[0]).items() if k != 'warmup_epochs') or 'library'
+        levers = json.loads(g.recipe.iloc[0]) | json.loads(g.knobs.iloc[0])   # the stand-in's knobs too (n_train)
+        recipe = ', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs') or 'library'
         pairs = g.pair.nunique() > 1
         moves, cpu = [], 0.
         for (pair, model), m in g.groupby(['pair', 'model'], sort=False):
