@@ -2,7 +2,9 @@
 
 A reason measured after a run quotes that run's numbers, one per seed ('-0.89/-2.02/-2.59'). Each such quote must be a
 record of the row's notebook on seeds 0-2, the margin of the row's claim, or the difference of two records of one item
-and metric, at the precision quoted, or, where the reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a
+and metric, at the precision quoted; a quote with decimals may also be such a number of another notebook of the same
+paper (a reason that cites a sibling's table; whole numbers would match by chance among so many); or, where the
+reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a
 column of that benchmark's committed CSVs on seeds 0-2 or the difference of two of its rows: a re-run that moves the
 numbers makes the quote fail here instead of leaving the reason silently wrong. A quote the records cannot give (a benchmark's number, another notebook's, a derived one) is
 listed in `docs/untraced_numbers.csv`, and the list may only shrink: a quote that becomes traceable, or disappears,
@@ -16,6 +18,7 @@ import pandas as pd
 import pytest
 
 from compatrepro.claims import claim_margins, differing_verdicts, load_claims
+from compatrepro.report import paper_of_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT/'results'/'tiny'
@@ -76,20 +79,22 @@ def untraced_quotes() -> set[tuple]:
     records = pd.concat([pd.read_csv(f).assign(notebook=Path(f).name.split('.seed')[0])
                          for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
     claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
-    out, sources = set(), {}
+    notebooks = {nb: _sources(g) for nb, g in records.groupby('notebook')}
+    papers = {p: np.concatenate([v for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
+              for p in {paper_of_notebook(nb + '.ipynb') for nb in notebooks}}
+    benchmarks, out = {}, set()
     for r in dv.itertuples():
         quotes = per_seed_quotes(r.reason)
         if not quotes: continue
-        mine = records[records.notebook == r.notebook]
-        if r.notebook not in sources: sources[r.notebook] = _sources(mine)
         c, margin = claims.get((r.notebook, r.key)), np.zeros((0, 3))
         if c is not None:
-            m = claim_margins(c, mine, skip_incomplete=True)
+            m = claim_margins(c, records[records.notebook == r.notebook], skip_incomplete=True)
             if set(SEEDS) <= set(m): margin = np.array([[m[s] for s in SEEDS]])
-        for name in set(BENCHMARK.findall(r.reason)) - set(sources):
-            sources[name] = _benchmark_sources(name)
-        found = np.concatenate([sources[r.notebook], margin, *(sources[n] for n in set(BENCHMARK.findall(r.reason)))])
-        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found)}
+        named = set(BENCHMARK.findall(r.reason))
+        benchmarks |= {n: _benchmark_sources(n) for n in named - set(benchmarks)}
+        found = np.concatenate([notebooks.get(r.notebook, np.zeros((0, 3))), margin, *(benchmarks[n] for n in named)])
+        sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
+        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))}
     return out
 
 
