@@ -158,9 +158,7 @@ def test_no_per_seed_results_typed_into_the_notebooks_text():
     """An experiment notebook's text says what its runs show, not their numbers: three numbers joined by '/' (a result
     per seed, '70.2/70.0/67.2') typed into a markdown cell go stale with the next re-run; the records the notebook shows
     have them."""
-    import re
-    num = r'[-+]?\d+(?:\.\d+)?'
-    per_seed = re.compile(rf'(?<![\w.]){num}/{num}/{num}(?![\w/])')
-    found = [f"{f.name}: {m.group()}" for f in sorted((ROOT/'nbs').glob('[2-5][0-9]_*.ipynb'))
-             for c in _load(f)['cells'] if c['cell_type'] == 'markdown' for m in per_seed.finditer(''.join(c['source']))]
+    from test_reason_numbers import per_seed_quotes   # the same pattern that the reasons' quotes are checked by
+    found = [f"{f.name}: {q}" for f in sorted((ROOT/'nbs').glob('[2-5][0-9]_*.ipynb'))
+             for c in _load(f)['cells'] if c['cell_type'] == 'markdown' for q in per_seed_quotes(''.join(c['source']))]
     assert not found, 'per-seed results typed into experiment notebooks\' text: ' + '; '.join(found)

@@ -44,12 +44,17 @@ def quoted(quote: str, candidates: np.ndarray) -> bool:
                                  or (np.abs(c * 100 - target) <= tol).all(axis=1).any())
 
 
+def _differences(v: np.ndarray) -> np.ndarray:
+    "Every row of `v` (n x 3) minus every row, per seed."
+    return (v[:, None, :] - v[None, :, :]).reshape(-1, 3)
+
+
 def _sources(records: pd.DataFrame) -> np.ndarray:
     "Every record of one notebook on seeds 0-2, and the difference of every two records of one item and metric."
     p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
     if not set(SEEDS) <= set(p.columns): return np.zeros((0, 3))
     p = p[list(SEEDS)].dropna()
-    diffs = [(v[:, None, :] - v[None, :, :]).reshape(-1, 3) for _, g in p.groupby(level=[0, 1]) for v in [g.values]]
+    diffs = [_differences(g.values) for _, g in p.groupby(level=[0, 1])]
     return np.concatenate([p.values, *diffs]) if diffs else p.values
 
 
@@ -69,7 +74,7 @@ def _benchmark_sources(name: str) -> np.ndarray:
             p = d.pivot_table(index=keys, columns='seed', values=c, aggfunc='first')
             if set(SEEDS) <= set(p.columns):
                 v = p[list(SEEDS)].dropna().values
-                out += [v, (v[:, None, :] - v[None, :, :]).reshape(-1, 3)]
+                out += [v, _differences(v)]
     return np.concatenate(out) if out else np.zeros((0, 3))
 
 
