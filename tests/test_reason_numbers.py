@@ -1,14 +1,25 @@
 """The per-seed numbers quoted in the reasons of the differing verdicts, checked against the records.
 
-A reason measured after a run quotes that run's numbers, one per seed ('-0.89/-2.02/-2.59'). Each such quote must be a
-record of the row's notebook on seeds 0-2, the margin of the row's claim, or the difference of two records of one item
-and metric, at the precision quoted; a quote with decimals may also be such a number of another notebook of the same
-paper (a reason that cites a sibling's table; whole numbers would match by chance among so many); or, where the
-reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a
-column of that benchmark's committed CSVs on seeds 0-2 or the difference of two of its rows: a re-run that moves the
-numbers makes the quote fail here instead of leaving the reason silently wrong. A quote the records cannot give (a benchmark's number, another notebook's, a derived one) is
-listed in `docs/untraced_numbers.csv`, and the list may only shrink: a quote that becomes traceable, or disappears,
-must leave it."""
+A reason measured after a run quotes that run's numbers, one per seed ('-0.89/-2.02/-2.59'). At the precision quoted,
+each such quote must be one of:
+
+- a record of the row's notebook on seeds 0-2, or the margin of the row's claim;
+- the difference of two records of one item and metric, of one item and method (a curve's end minus its start), or of
+  one metric across two items;
+- what a reason reads off a curve, per seed (its lowest point, its largest step, the largest gap between two methods'
+  curves: `_curve_statistics`);
+- a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
+  that number, a whole number of queries;
+- such a number of a notebook the reason cites ("27's Models records"), or, for a quote with decimals, of another
+  notebook of the same paper (whole numbers would match by chance among so many);
+- where the reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a column of its committed CSVs on seeds
+  0-2 or the difference of two of its rows.
+
+A re-run that moves the numbers makes the quote fail here instead of leaving the reason silently wrong. How loose the
+rules are was measured on the quotes they trace: moving one seed's number by five units in its last place, no quote
+with decimals still traced, and 4 of the 126 did, all of them counts of queries. A quote the records cannot give (a number only a
+benchmark's log or another notebook's output holds) is listed in `docs/untraced_numbers.csv`, and the list may only
+shrink: a quote that becomes traceable, or disappears, must leave it."""
 import glob
 import re
 from pathlib import Path
@@ -24,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT/'results'/'tiny'
 UNTRACED = ROOT/'docs'/'untraced_numbers.csv'
 NUM = r'[-+]?\d+(?:\.\d+)?'
-PER_SEED = re.compile(rf'(?<![\w.]){NUM}/{NUM}/{NUM}(?![\w/])')
+# not positions ('t=0.6/0.7/0.7'), nor three of a longer list ('15.87/15.14/13.73/13.28')
+PER_SEED = re.compile(rf'(?<![\w./])(?<!t=){NUM}/{NUM}/{NUM}(?![\w/]|\.\d)')
 SEEDS = (0, 1, 2)
 
 
@@ -49,16 +61,57 @@ def _differences(v: np.ndarray) -> np.ndarray:
     return (v[:, None, :] - v[None, :, :]).reshape(-1, 3)
 
 
-def _sources(records: pd.DataFrame) -> np.ndarray:
-    "Every record of one notebook on seeds 0-2, and the difference of every two records of one item and metric."
+CURVE = re.compile(r'^(?P<family>.+) at (?P<position>t=[\d.]+|[\d.]+%)$')
+
+
+def _curve_statistics(p: pd.DataFrame) -> list[np.ndarray]:
+    """What a reason reads off a curve (`p`: records on seeds 0-2 indexed by item, metric, method), per seed, where
+    the position differs by seed: each curve's lowest and highest point, their distance from its start and from its end,
+    its largest and smallest step, and, for two methods' curves of one item, their largest and smallest difference."""
+    d = p.reset_index()
+    m = d.metric.str.extract(CURVE.pattern)
+    d = d.assign(family=m.family, at=m.position.str.strip('t=%').astype(float)).dropna(subset=['family'])
+    curves = {}
+    for (item, family, method), g in d.groupby(['item', 'family', 'method']):
+        curves.setdefault((item, family), {})[method] = g.sort_values('at')[list(SEEDS)].values   # positions x seeds
+    out = []
+    for by_method in curves.values():
+        for v in by_method.values():
+            steps = np.diff(v, axis=0) if len(v) > 1 else np.zeros((1, 3))
+            out.append(np.stack([v.min(0), v.max(0), v.min(0) - v[0], v.max(0) - v[0], v[-1] - v.min(0),
+                                 v[-1] - v.max(0), steps.min(0), steps.max(0)]))
+        same = [v for v in by_method.values() if len(v) == len(next(iter(by_method.values())))]
+        for a in same:
+            for b in same:
+                if a is not b: out.append(np.stack([(a - b).max(0), (a - b).min(0)]))
+    return out
+
+
+def _sources(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Every record of one notebook on seeds 0-2; the difference of every two records of one item and metric, of one
+    item and method (a curve's end minus its start), and of one metric across the notebook's items; and what a reason
+    reads off a curve (`_curve_statistics`). Returned as (all of them, those a count of queries may be read from: all
+    but the differences across items, too many for a whole number to mean anything)."""
     p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
-    if not set(SEEDS) <= set(p.columns): return np.zeros((0, 3))
+    if not set(SEEDS) <= set(p.columns): return np.zeros((0, 3)), np.zeros((0, 3))
     p = p[list(SEEDS)].dropna()
-    diffs = [_differences(g.values) for _, g in p.groupby(level=[0, 1])]
-    return np.concatenate([p.values, *diffs]) if diffs else p.values
+    within = [_differences(g.values) for level in ([0, 1], [0, 2]) for _, g in p.groupby(level=level)]
+    across = [_differences(g.values) for _, g in p.groupby(level=1)]
+    close = np.concatenate([p.values, *within, *_curve_statistics(p)])
+    return np.concatenate([close, *across]), close
+
+
+def _counts(shares: np.ndarray, reason: str) -> np.ndarray:
+    """The numbers of queries that `shares` (in percent) are of every query total the reason names ('of the 2,400
+    queries'), where each is a whole number."""
+    totals = {int(n.replace(',', '')) for n in re.findall(r'(\d[\d,]*) queries', reason)}
+    counts = np.concatenate([shares * n / 100 for n in totals]) if totals else np.zeros((0, 3))
+    counts = counts[(np.abs(counts - counts.round()) < 1e-6).all(axis=1)]   # a share of n queries: whole queries
+    return np.concatenate([counts, np.abs(counts)])   # '(19/101/48 queries)' of -0.79/+4.21/+2.00
 
 
 BENCHMARK = re.compile(r'benchmarks/([\w/]+)\.(?:csv|py)')
+NOTEBOOK = re.compile(r"(?<![\w.])(\d\d)(?:_[a-z0-9_]+\b|'s\b)")   # '27_fastfill_side_info', "27's Models records"
 
 
 def _benchmark_sources(name: str) -> np.ndarray:
@@ -85,7 +138,8 @@ def untraced_quotes() -> set[tuple]:
                          for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
     claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
     notebooks = {nb: _sources(g) for nb, g in records.groupby('notebook')}
-    papers = {p: np.concatenate([v for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
+    none = (np.zeros((0, 3)), np.zeros((0, 3)))
+    papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
               for p in {paper_of_notebook(nb + '.ipynb') for nb in notebooks}}
     benchmarks, out = {}, set()
     for r in dv.itertuples():
@@ -97,9 +151,13 @@ def untraced_quotes() -> set[tuple]:
             if set(SEEDS) <= set(m): margin = np.array([[m[s] for s in SEEDS]])
         named = set(BENCHMARK.findall(r.reason))
         benchmarks |= {n: _benchmark_sources(n) for n in named - set(benchmarks)}
-        found = np.concatenate([notebooks.get(r.notebook, np.zeros((0, 3))), margin, *(benchmarks[n] for n in named)])
+        cited = [v[0] for nb, v in notebooks.items() if nb[:2] in set(NOTEBOOK.findall(r.reason)) and nb != r.notebook]
+        found, close = notebooks.get(r.notebook, none)
+        found = np.concatenate([found, margin, *(benchmarks[n] for n in named), *cited])
+        counts = _counts(np.concatenate([close, margin]), r.reason)
         sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
-        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))}
+        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))
+                and not ('.' not in q and quoted(q, counts))}
     return out
 
 
