@@ -167,9 +167,9 @@ def test_quotes_are_what_the_records_give():
     listed = set(map(tuple, listed.values))
     found = untraced_quotes()
     new, gone = found - listed, listed - found
-    assert not new, ('per-seed numbers in docs/differing_verdicts.csv (or the shared reasons it refers to) that are no '
-                     'record, claim margin or difference of two records of their notebook on seeds 0-2: re-measure them '
-                     '(a re-run moved them?), or, if they come from elsewhere (a benchmark), add them to '
+    assert not new, ('per-seed numbers in docs/differing_verdicts.csv (or the shared reasons it refers to) that no '
+                     'rule of this module traces to the records on seeds 0-2: re-measure them (a re-run moved them?), '
+                     'or, if they come from where no record reaches (a log), add them to '
                      f'{UNTRACED.relative_to(ROOT)}:\n' + '\n'.join(f'  {n} {k!r}: {q}' for n, k, q in sorted(new)))
     assert not gone, (f'rows of {UNTRACED.relative_to(ROOT)} that the records now give, or that no reason quotes: '
                       'delete them:\n' + '\n'.join(f'  {n} {k!r}: {q}' for n, k, q in sorted(gone)))
