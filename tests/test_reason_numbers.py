@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compatrepro.claims import claim_margins, differing_verdicts, load_claims
+from compatrepro.claims import claim_margins, claim_refs, differing_verdicts, load_claims
 from compatrepro.report import paper_of_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,3 +185,74 @@ def test_quotes_are_what_the_records_give():
 def test_a_quote_is_checked_at_its_precision(quote, candidates, expected):
     assert quoted(quote, np.array(candidates)) is expected
     assert per_seed_quotes(f'is {quote} on seeds 0-2') == [quote]
+
+
+# A paper's number is marked as the paper's by the word before it: 'paper +1.89', "the paper's 0.1-point lead (90.0
+# against 89.9)", "paper's Table 5: +1.71, 64.51 against 62.80"; every number up to the clause's end is the paper's.
+PAPER_SPAN = re.compile(r"\bpaper(?:'s)?(?: (?:Table|Figure) [\w.]+)?:? (?=[-+]?\d)([^);]*)")
+SINGLE = re.compile(r'(?<![\w./])[-+]?\d+(?:\.\d+)?(?![\w/]|\.\d)')
+
+
+def papers_numbers(values: pd.DataFrame) -> np.ndarray:
+    """What a reason may quote as the paper's from its rows `values` of `docs/paper_values.csv`: a number, or, for two
+    rows of one item and metric, their difference or one as a percentage of the other."""
+    out = [values.value.astype(float).values]
+    for _, g in values.groupby(['item', 'metric']):
+        v = g.value.astype(float).values
+        pairs = ~np.eye(len(v), dtype=bool)   # two rows, not one with itself (0, 100 %)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            out += [np.abs(v[:, None] - v[None, :])[pairs]]
+    return np.concatenate(out)
+
+
+def marked_papers_numbers() -> list[tuple]:
+    """(notebook, key, number, clause, items) of every number a reason marks as the paper's, with the items of the
+    paper's table it may come from: those the row's claim reads and those the reason names ('Table 5')."""
+    dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
+    values = pd.read_csv(ROOT/'docs'/'paper_values.csv', keep_default_na=False)
+    claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
+    out = []
+    for r in dv.itertuples():
+        spans = list(PAPER_SPAN.finditer(r.reason))
+        if not spans: continue
+        c = claims.get((r.notebook, r.key))
+        read = {i for i, _, _ in claim_refs(c)} if c else set()
+        items = {i for i in values[values.paper == paper_of_notebook(r.notebook + '.ipynb')].item.unique()
+                 if i in read or re.search(rf'\b{re.escape(i)}\b', r.reason)}
+        out += [(r.notebook, r.key, x, m.group(0), items) for m in spans for x in SINGLE.findall(m.group(1))]
+    return out
+
+
+def _at_precision(x: str, candidates: np.ndarray) -> bool:
+    "Whether one of `candidates` rounds to the number `x` in magnitude, at `x`'s precision."
+    tol = 10.0 ** -(len(x.split('.')[1]) if '.' in x else 0) * 0.51 + 1e-9
+    return bool((np.abs(np.abs(candidates) - abs(float(x))) <= tol).any())
+
+
+def untraced_paper_numbers() -> list[tuple]:
+    """(notebook, key, number, clause) of every number a reason marks as the paper's that the paper's rows of the items
+    its claim reads, or that it names, do not give."""
+    values = pd.read_csv(ROOT/'docs'/'paper_values.csv', keep_default_na=False)
+    out = []
+    for nb, key, x, clause, items in marked_papers_numbers():
+        v = values[(values.paper == paper_of_notebook(nb + '.ipynb')) & values.item.isin(items)]
+        if not _at_precision(x, papers_numbers(v)): out.append((nb, key, x, clause))
+    return out
+
+
+def test_the_papers_numbers_are_the_papers():
+    bad = untraced_paper_numbers()
+    assert not bad, ("numbers the differing verdicts mark as the paper's ('paper +1.89') that are no number of that "
+                     "paper's rows in docs/paper_values.csv, difference of two or percentage of one in another: "
+                     'correct them, or add the missing paper number to docs/paper_values.csv with where the paper '
+                     'prints it:\n' + '\n'.join(f'  {n} {k!r}: {x} in {c!r}' for n, k, x, c in bad))
+
+
+@pytest.mark.parametrize('text, marked', [
+    ('(paper +1.89), while', ['+1.89']),
+    ("the paper's 0.1-point lead over RACT (90.0 against 89.9); on", ['0.1', '90.0', '89.9']),
+    ("paper's Table 5: +1.71, 64.51 against 62.80). In", ['+1.71', '64.51', '62.80']),
+    ('as the paper says, 3 of', []),                                    # no number right after 'paper': not marked
+])
+def test_a_papers_number_is_marked_by_the_word_before_it(text, marked):
+    assert [x for m in PAPER_SPAN.finditer(text) for x in SINGLE.findall(m.group(1))] == marked
