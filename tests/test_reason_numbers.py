@@ -3,15 +3,15 @@
 A reason measured after a run quotes that run's numbers, one per seed ('-0.89/-2.02/-2.59'). At the precision quoted,
 each such quote must be one of:
 
-- a record of the row's notebook on seeds 0-2, or the margin of the row's claim;
+- a record of the row's notebook on seeds 0-2, or the margin of one of its claims ('fails, -5.34/-6.62/-0.64');
 - the difference of two records of one item and metric, of one item and method (a curve's end minus its start), or of
   one metric across two items;
 - what a reason reads off a curve, per seed (its lowest point, its largest step, the largest gap between two methods'
   curves: `_curve_statistics`);
 - a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
   that number, a whole number of queries;
-- such a number of a notebook the reason cites ("27's Models records"), or, for a quote with decimals, of another
-  notebook of the same paper (whole numbers would match by chance among so many);
+- such a number or margin of a notebook the reason cites ("27's Models records"), or, for a quote with decimals, of
+  another notebook of the same paper (whole numbers would match by chance among so many);
 - where the reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a column of its committed CSVs on seeds
   0-2 or the difference of two of its rows.
 
@@ -131,6 +131,15 @@ def _benchmark_sources(name: str) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 3))
 
 
+def _margins(claims: dict, records: pd.DataFrame) -> dict:
+    "{notebook: {key: its claim's margins on seeds 0-2 (1 x 3)}} of `claims` ({(notebook, key): claim}) on `records`."
+    out = {}
+    for (nb, key), c in claims.items():
+        m = claim_margins(c, records[records.notebook == nb], skip_incomplete=True)
+        if set(SEEDS) <= set(m): out.setdefault(nb, {})[key] = np.array([[m[s] for s in SEEDS]])
+    return out
+
+
 def untraced_quotes() -> set[tuple]:
     "(notebook, key, quote) of every per-seed quote of the differing verdicts that the committed records cannot give."
     dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
@@ -138,6 +147,7 @@ def untraced_quotes() -> set[tuple]:
                          for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
     claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
     notebooks = {nb: _sources(g) for nb, g in records.groupby('notebook')}
+    margins = _margins(claims, records)
     none = (np.zeros((0, 3)), np.zeros((0, 3)))
     papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
               for p in {paper_of_notebook(nb + '.ipynb') for nb in notebooks}}
@@ -145,15 +155,13 @@ def untraced_quotes() -> set[tuple]:
     for r in dv.itertuples():
         quotes = per_seed_quotes(r.reason)
         if not quotes: continue
-        c, margin = claims.get((r.notebook, r.key)), np.zeros((0, 3))
-        if c is not None:
-            m = claim_margins(c, records[records.notebook == r.notebook], skip_incomplete=True)
-            if set(SEEDS) <= set(m): margin = np.array([[m[s] for s in SEEDS]])
+        margin = margins.get(r.notebook, {}).get(r.key, np.zeros((0, 3)))
         named = set(BENCHMARK.findall(r.reason))
         benchmarks |= {n: _benchmark_sources(n) for n in named - set(benchmarks)}
-        cited = [v[0] for nb, v in notebooks.items() if nb[:2] in set(NOTEBOOK.findall(r.reason)) and nb != r.notebook]
+        cited = [nb for nb in notebooks if nb[:2] in set(NOTEBOOK.findall(r.reason)) and nb != r.notebook]
         found, close = notebooks.get(r.notebook, none)
-        found = np.concatenate([found, margin, *(benchmarks[n] for n in named), *cited])
+        claimed = [m for nb in [r.notebook, *cited] for m in margins.get(nb, {}).values()]   # 'ta2-x fails, -5.34/..'
+        found = np.concatenate([found, *claimed, *(benchmarks[n] for n in named), *(notebooks[nb][0] for nb in cited)])
         counts = _counts(np.concatenate([close, margin]), r.reason)
         sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
         out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))
