@@ -10,8 +10,9 @@ each such quote must be one of:
   curves: `_curve_statistics`);
 - a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
   that number, a whole number of queries;
-- such a number or margin of a notebook the reason cites ("27's Models records"), or, for a quote with decimals, of
-  another notebook of the same paper (whole numbers would match by chance among so many);
+- such a number or margin of a notebook the reason cites ("27's Models records"), or the difference of a record of the
+  row's notebook and one of that notebook of the same metric; for a quote with decimals, such a number of another
+  notebook of the same paper (whole numbers would match by chance among so many);
 - where the reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a column of its committed CSVs on seeds
   0-2 or the difference of two of its rows.
 
@@ -87,6 +88,18 @@ def _curve_statistics(p: pd.DataFrame) -> list[np.ndarray]:
     return out
 
 
+def _by_metric(records: pd.DataFrame) -> dict:
+    "{metric: its records on seeds 0-2 (n x 3)} of one notebook's `records`."
+    p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
+    if not set(SEEDS) <= set(p.columns): return {}
+    return {m: g.values for m, g in p[list(SEEDS)].dropna().groupby(level=1)}
+
+
+def _across(a: dict, b: dict) -> list[np.ndarray]:
+    "Every record of `a` minus every record of `b` of the same metric (`_by_metric` of two notebooks), per seed."
+    return [(a[m][:, None, :] - b[m][None, :, :]).reshape(-1, 3) for m in set(a) & set(b)]
+
+
 def _sources(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Every record of one notebook on seeds 0-2; the difference of every two records of one item and metric, of one
     item and method (a curve's end minus its start), and of one metric across the notebook's items; and what a reason
@@ -147,6 +160,7 @@ def untraced_quotes() -> set[tuple]:
                          for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
     claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
     notebooks = {nb: _sources(g) for nb, g in records.groupby('notebook')}
+    metrics = {nb: _by_metric(g) for nb, g in records.groupby('notebook')}
     margins = _margins(claims, records)
     none = (np.zeros((0, 3)), np.zeros((0, 3)))
     papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
@@ -161,7 +175,8 @@ def untraced_quotes() -> set[tuple]:
         cited = [nb for nb in notebooks if nb[:2] in set(NOTEBOOK.findall(r.reason)) and nb != r.notebook]
         found, close = notebooks.get(r.notebook, none)
         claimed = [m for nb in [r.notebook, *cited] for m in margins.get(nb, {}).values()]   # 'ta2-x fails, -5.34/..'
-        found = np.concatenate([found, *claimed, *(benchmarks[n] for n in named), *(notebooks[nb][0] for nb in cited)])
+        found = np.concatenate([found, *claimed, *(benchmarks[n] for n in named), *(notebooks[nb][0] for nb in cited),
+                                *(d for nb in cited for d in _across(metrics.get(r.notebook, {}), metrics[nb]))])
         counts = _counts(np.concatenate([close, margin]), r.reason)
         sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
         out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))
