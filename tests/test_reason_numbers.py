@@ -10,9 +10,9 @@ each such quote must be one of:
   curves: `_curve_statistics`);
 - a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
   that number, a whole number of queries;
-- such a number or margin of a notebook the reason cites ("27's Models records"), or the difference of a record of the
-  row's notebook and one of that notebook of the same metric; for a quote with decimals, such a number of another
-  notebook of the same paper (whole numbers would match by chance among so many);
+- such a number or margin of a notebook the reason cites ("27's Models records"), or the difference of a record of
+  the row's notebook and one of that notebook of the same metric; for a quote with decimals, such a number of
+  another notebook of the same paper (whole numbers would match by chance among so many);
 - where the reason names a benchmark (`benchmarks/<name>.py` or `.csv`), a column of its committed CSVs on seeds
   0-2 or the difference of two of its rows.
 
