@@ -88,11 +88,15 @@ def _curve_statistics(p: pd.DataFrame) -> list[np.ndarray]:
     return out
 
 
+def _on_seeds(records: pd.DataFrame) -> pd.DataFrame:
+    "One notebook's `records` on seeds 0-2 (columns), indexed by item, metric and method; empty without those seeds."
+    p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
+    return p[list(SEEDS)].dropna() if set(SEEDS) <= set(p.columns) else p.iloc[:0, :0]
+
+
 def _by_metric(records: pd.DataFrame) -> dict:
     "{metric: its records on seeds 0-2 (n x 3)} of one notebook's `records`."
-    p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
-    if not set(SEEDS) <= set(p.columns): return {}
-    return {m: g.values for m, g in p[list(SEEDS)].dropna().groupby(level=1)}
+    return {m: g.values for m, g in _on_seeds(records).groupby(level=1)}
 
 
 def _across(a: dict, b: dict) -> list[np.ndarray]:
@@ -105,9 +109,8 @@ def _sources(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     item and method (a curve's end minus its start), and of one metric across the notebook's items; and what a reason
     reads off a curve (`_curve_statistics`). Returned as (all of them, those a count of queries may be read from: all
     but the differences across items, too many for a whole number to mean anything)."""
-    p = records.pivot_table(index=['item', 'metric', 'method'], columns='seed', values='value', aggfunc='first')
-    if not set(SEEDS) <= set(p.columns): return np.zeros((0, 3)), np.zeros((0, 3))
-    p = p[list(SEEDS)].dropna()
+    p = _on_seeds(records)
+    if p.empty: return np.zeros((0, 3)), np.zeros((0, 3))
     within = [_differences(g.values) for level in ([0, 1], [0, 2]) for _, g in p.groupby(level=level)]
     across = [_differences(g.values) for _, g in p.groupby(level=1)]
     close = np.concatenate([p.values, *within, *_curve_statistics(p)])
