@@ -9,7 +9,7 @@ each such quote must be one of:
 - what a reason reads off a curve, per seed (its lowest point, its largest step, the largest gap between two methods'
   curves: `_curve_statistics`);
 - a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
-  that number, a whole number of queries;
+  that number, a whole number of queries; or a whole percentage, one record over another of its item and metric;
 - such a number or margin of a notebook the reason cites ("27's Models records"), or the difference of a record of
   the row's notebook and one of that notebook of the same metric; for a quote with decimals, such a number of
   another notebook of the same paper (whole numbers would match by chance among so many);
@@ -117,6 +117,15 @@ def _sources(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([close, *across]), close
 
 
+def _ratios(records: pd.DataFrame) -> np.ndarray:
+    """Every record of one notebook on seeds 0-2 over every other of its item and metric: a whole percentage ('(new-l2,
+    old) is 58/61/127 % of (old, old)'); not for a quote with decimals, which so many ratios would match by chance."""
+    groups = [g.values for _, g in _on_seeds(records).groupby(level=[0, 1])]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        out = [(v[:, None, :] / v[None, :, :])[~np.eye(len(v), dtype=bool)] for v in groups]
+    return np.concatenate(out) if out else np.zeros((0, 3))
+
+
 def _counts(shares: np.ndarray, reason: str) -> np.ndarray:
     """The numbers of queries that `shares` (in percent) are of every query total the reason names ('of the 2,400
     queries'), where each is a whole number."""
@@ -164,6 +173,7 @@ def untraced_quotes() -> set[tuple]:
     claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
     notebooks = {nb: _sources(g) for nb, g in records.groupby('notebook')}
     metrics = {nb: _by_metric(g) for nb, g in records.groupby('notebook')}
+    ratios = {nb: _ratios(g) for nb, g in records.groupby('notebook')}
     margins = _margins(claims, records)
     none = (np.zeros((0, 3)), np.zeros((0, 3)))
     papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
@@ -180,10 +190,10 @@ def untraced_quotes() -> set[tuple]:
         claimed = [m for nb in [r.notebook, *cited] for m in margins.get(nb, {}).values()]   # 'ta2-x fails, -5.34/..'
         found = np.concatenate([found, *claimed, *(benchmarks[n] for n in named), *(notebooks[nb][0] for nb in cited),
                                 *(d for nb in cited for d in _across(metrics.get(r.notebook, {}), metrics[nb]))])
-        counts = _counts(np.concatenate([close, margin]), r.reason)
+        whole = np.concatenate([_counts(np.concatenate([close, margin]), r.reason), ratios.get(r.notebook, none[0])])
         sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
         out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))
-                and not ('.' not in q and quoted(q, counts))}
+                and not ('.' not in q and quoted(q, whole))}
     return out
 
 
