@@ -1,7 +1,7 @@
 """The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
-bct_l2_probe.py and ract_keys_probe.py) still run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every
-variant and pair it promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a
-probe and its results stay in step."""
+bct_l2_probe.py, ract_keys_probe.py and family_identities.py) still run on the library as it is: each at smoke scale
+on a scratch cache, its CSV holding every variant and pair it promises. The committed CSVs (made at tiny scale) are
+checked for the same columns and rows: a probe and its results stay in step."""
 
 import os, subprocess, sys
 from pathlib import Path
@@ -93,6 +93,17 @@ def test_bct_face_probe_identities_run(tmp_path):
     t = pd.read_csv(out.with_suffix('.csv'))
     bct_rows_ok(t, [0], old_models=1)
     assert (t['identities'] == 48).all() and (t['images'] == 8).all()
+
+
+@pytest.mark.parametrize('family, lever', [('vggface2', ()), ('market1501', ('--identities', '48', '--images', '4'))])
+def test_family_identities_probe_runs(tmp_path, family, lever):
+    "The identity lever on the other families with unseen test identities: each family's old and new model, measured."
+    cache = ('--cache', str(tmp_path / 'c2')) if lever else ()
+    t = pd.read_csv(run_probe('family_identities', tmp_path, '--family', family, *lever, *cache).with_suffix('.csv'))
+    assert list(t['model']) == ['old', 'new'] and (t['family'] == family).all() and (t['seed'] == 0).all()
+    assert t[['top1', 'mAP']].notna().all().all() and (t['mAP'] > 0).all()
+    if lever:
+        assert (t['identities'] == 48).all() and (t['images'] == 4).all() and (t['unseen_identities'] == 12).all()
 
 
 def test_committed_bct_identities_are_whole():

@@ -1,0 +1,126 @@
+"""Do the person and face families' models learn identities that carry over to unseen ones? The identity lever.
+
+BCT's IMDB-Face stand-in learned its 120 identities and carried little of it to IJB-C's unseen subjects; four times the
+identities at the same number of images (480 of 25 instead of 120 of 100) made every model retrieve the unseen
+subjects better (`bct_face_probe.py --identities`, docs/suspects.md). This probe asks the same of the other families
+whose test identities no model trains on, each with the split pair of the notebook that trains it:
+
+- VGGFace2 (`23_fastfill_vggface2`): old on `vggface2-863` (the first tenth of the training identities, as many
+  optimizer steps as the new model), new on `vggface2-8631`, ml-fct's embedding; evaluated on VGGFace2's test
+  identities (the `eval` images, query = gallery, leave-one-out);
+- Market-1501 (`33_bct_market`, `54_rm_market`): old on `market-1501-375` (half the training identities), new on
+  `market-1501`; evaluated on the test identities' query and gallery images (same-camera matches junk, as 33 does).
+
+Each is judged by the old and new models' own retrieval (cosine) of the unseen identities: top-1 and mAP. The
+stand-in's counts are the default; `--identities N --images M` gives the family N training identities of M images each
+(its test identities as many as the stand-in's), in a cache of its own (a stand-in knob is not in the models' cache
+keys):
+
+    python benchmarks/family_identities.py --family vggface2 --seeds 0 1 2 --cache ~/.cache/compatrepro \\
+        --out benchmarks/family_identities/vggface2-96x100.csv
+    python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
+        --seeds 0 1 2 --out benchmarks/family_identities/vggface2-384x25.csv
+
+`--summary FILE...` prints the table of the means over seeds."""
+
+import sys
+from dataclasses import replace
+
+import pandas as pd
+
+from probe_args import apply_probe_arguments, probe_arguments
+
+# family: (old split, new split, the specs' keyword arguments, as the notebook gives them)
+FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_new=True, embedding='mlfct')),
+            'market1501': ('market-1501-375', 'market-1501', {})}
+
+
+def set_identities(scale: str, family: str, identities: int, images: int) -> None:
+    """This process's stand-in: `family` with `identities` training identities of `images` training images each, its
+    evaluation-only identities as many as the stand-in's."""
+    from compatrepro import standin
+
+    cfg = standin.STANDIN_CONFIGS[scale]
+    unseen = standin.family_sizes(cfg)[family][1]
+    others = tuple(e for e in cfg.family_classes if e[0] != family)
+    standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images,
+                                             family_classes=others + ((family, identities, unseen),))
+
+
+def unseen_retrieval(spec, family: str) -> dict:
+    "top-1 and mAP (cosine) of `spec`'s features on `family`'s test identities, no model's training identities."
+    from compatrepro.metrics import market_relevance, retrieval_metrics
+    from compatrepro.pipeline import get_features
+    from compatrepro.data import get_split
+
+    metrics = ('top1', 'mAP')
+    new_split = FAMILIES[family][1]
+    if family == 'vggface2':
+        f = get_features(spec, new_split, 'eval')
+        r = retrieval_metrics(f['features'], f['features'], f['labels'], f['labels'], metrics=metrics,
+                              distance='cosine')
+    else:
+        q, g = (get_features(spec, new_split, part) for part in ('query', 'gallery'))
+        Q, G = (get_split(new_split, part, spec.scale, None, seed=spec.data_seed) for part in ('query', 'gallery'))
+        r = retrieval_metrics(q['features'], g['features'], metrics=metrics, distance='cosine', query_is_gallery=False,
+                              relevance=market_relevance(Q.labels, Q.cameras, G.labels, G.cameras))
+    return {m: r[m] for m in metrics}
+
+
+def probe_seed(seed: int, scale: str, family: str) -> list:
+    "The old and the new model of `family`'s update on `seed` (trained now or from the cache), on unseen identities."
+    from compatrepro.pipeline import cached_backbone
+    from compatrepro.runtime import ExperimentParams, RunContext, set_context
+    from compatrepro.standin import family_sizes, standin_config
+    from compatrepro.updates import update_specs
+
+    set_context(RunContext.from_env(device='cpu', progress=False))
+    old_split, new_split, kw = FAMILIES[family]
+    specs = update_specs(ExperimentParams(seed=seed, scale=scale, device='cpu'), old_split, new_split, (), **kw)
+    cfg = standin_config(scale)
+    trained, unseen = family_sizes(cfg)[family]
+    rows = []
+    for name, spec in specs.items():
+        art = cached_backbone(spec)
+        rows.append(dict(family=family, identities=trained, images=cfg.n_train, unseen_identities=unseen, seed=seed,
+                         model=name, epochs=spec.epochs, **unseen_retrieval(spec, family),
+                         train_seconds=art.get('train_seconds', float('nan'))))
+    return rows
+
+
+def summary(paths) -> str:
+    "Per family, stand-in and model: the means over seeds of top-1 and mAP on unseen identities, and their seeds."
+    d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    out = ['| family | training identities x images | model | seeds | unseen top-1 | unseen mAP | train min |',
+           '|---|---|---|---|---|---|---|']
+    for (f, n, m, model), g in d.groupby(['family', 'identities', 'images', 'model'], sort=False):
+        out.append(f"| {f} | {n} x {m} | {model} | {','.join(map(str, sorted(g.seed)))} | {g.top1.mean():.1f} | "
+                   f"{g.mAP.mean():.1f} | {g.train_seconds.mean()/60:.1f} |")
+    return '\n'.join(out)
+
+
+def main(argv=None):
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--summary':
+        print(summary(sys.argv[2:]))
+        return
+    ap = probe_arguments(__doc__, 'benchmarks/family_identities.csv')
+    ap.add_argument('--family', required=True, choices=list(FAMILIES))
+    ap.add_argument('--identities', type=int, help="the family's training identities (with --images)")
+    ap.add_argument('--images', type=int, help='training images per identity (with --identities)')
+    a = ap.parse_args(argv)
+    if (a.identities is None) != (a.images is None):
+        ap.error('give --identities and --images together (e.g. --identities 384 --images 25)')
+    if a.identities is not None and not a.cache:
+        ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
+    apply_probe_arguments(a)
+    if a.identities is not None:
+        set_identities(a.scale, a.family, a.identities, a.images)
+    rows = []
+    for s in a.seeds:
+        rows += probe_seed(s, a.scale, a.family)
+        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
+    print(summary([a.out]))
+
+
+if __name__ == '__main__':
+    main()
