@@ -106,6 +106,16 @@ def test_family_identities_probe_runs(tmp_path, family, lever):
         assert (t['identities'] == 48).all() and (t['images'] == 4).all() and (t['unseen_identities'] == 12).all()
 
 
+@pytest.mark.parametrize('path', sorted((ROOT / 'benchmarks' / 'family_identities').glob('*.csv')), ids=lambda p: p.stem)
+def test_committed_family_identities_are_whole(path):
+    "Each committed run of the identity lever: one family and stand-in, its old and new model on seeds 0-2."
+    t = pd.read_csv(path)
+    assert t[['family', 'identities', 'images']].nunique().max() == 1
+    assert sorted(t['seed'].unique()) == [0, 1, 2]
+    assert all(sorted(g['model']) == ['new', 'old'] for _, g in t.groupby('seed'))
+    assert t[['top1', 'mAP']].notna().all().all()
+
+
 def test_committed_bct_identities_are_whole():
     t = pd.read_csv(ROOT / 'benchmarks' / 'bct_face_identities.csv')
     seeds = sorted(t['seed'].unique())
