@@ -94,8 +94,8 @@ def summary(paths) -> str:
     that fails to train on one seed shows), and the training loss of the first and last epoch."""
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     d = d.sort_values(['family', 'identities'], kind='stable')   # the stand-in's counts first
-    out = ['| family | training identities x images | model | seeds | unseen top-1 (per seed) | unseen mAP (per seed) | '
-           'loss, first -> last epoch | train min |', '|---|---|---|---|---|---|---|---|']
+    out = ['| family | training identities x images | model | seeds | unseen top-1 (per seed) | '
+           'unseen mAP (per seed) | loss, first -> last epoch | train min |', '|---|---|---|---|---|---|---|---|']
     for (f, n, m, model), g in d.groupby(['family', 'identities', 'images', 'model'], sort=False):
         g = g.sort_values('seed')
         out.append(f"| {f} | {n} x {m} | {model} | {','.join(map(str, g.seed))} | "
