@@ -35,7 +35,7 @@ from dataclasses import replace
 
 import numpy as np, pandas as pd
 
-from probe_args import apply_probe_arguments, probe_arguments
+from probe_args import apply_probe_arguments, probe_arguments, set_family_identities
 
 MODELS = ('new-β', 'new-β-sys', 'new-l2 (MSE)')
 POINTS = ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2', 'rank1')
@@ -115,15 +115,6 @@ def identity_summary(committed: str, identities: str) -> str:
     return '\n'.join(out)
 
 
-def set_identities(scale: str, identities: int, images: int) -> None:
-    "This process's stand-in: IMDB-Face with `identities` trained identities of `images` training images each."
-    from compatrepro import standin
-
-    cfg = standin.STANDIN_CONFIGS[scale]
-    others = tuple(e for e in cfg.family_classes if e[0] != 'imdbface')
-    standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images, family_classes=others + (('imdbface', identities, 0),))
-
-
 def main(argv=None):
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == '--identity-summary':
         print(identity_summary(*sys.argv[2:4]))
@@ -138,7 +129,7 @@ def main(argv=None):
         ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
     apply_probe_arguments(a)
     if a.identities is not None:
-        set_identities(a.scale, a.identities, a.images)
+        set_family_identities(a.scale, 'imdbface', a.identities, a.images)
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale, None if a.identities is None else (a.identities, a.images))

@@ -21,30 +21,17 @@ keys):
     python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
         --seeds 0 1 2 --out benchmarks/family_identities/vggface2-384x25.csv
 
-`--summary FILE...` prints the table of the means over seeds."""
+`--summary FILE...` prints the table docs/standin_regime.md shows."""
 
 import sys
-from dataclasses import replace
 
 import pandas as pd
 
-from probe_args import apply_probe_arguments, probe_arguments
+from probe_args import apply_probe_arguments, probe_arguments, set_family_identities
 
 # family: (old split, new split, the specs' keyword arguments, as the notebook gives them)
 FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_new=True, embedding='mlfct')),
             'market1501': ('market-1501-375', 'market-1501', {})}
-
-
-def set_identities(scale: str, family: str, identities: int, images: int) -> None:
-    """This process's stand-in: `family` with `identities` training identities of `images` training images each, its
-    evaluation-only identities as many as the stand-in's."""
-    from compatrepro import standin
-
-    cfg = standin.STANDIN_CONFIGS[scale]
-    unseen = standin.family_sizes(cfg)[family][1]
-    others = tuple(e for e in cfg.family_classes if e[0] != family)
-    standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images,
-                                             family_classes=others + ((family, identities, unseen),))
 
 
 def unseen_retrieval(spec, family: str) -> dict:
@@ -120,7 +107,7 @@ def main(argv=None):
         ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
     apply_probe_arguments(a)
     if a.identities is not None:
-        set_identities(a.scale, a.family, a.identities, a.images)
+        set_family_identities(a.scale, a.family, a.identities, a.images)
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale, a.family)

@@ -54,3 +54,18 @@ def run_variants(a: argparse.Namespace, library: str, prepare, measure, summary,
                   flush=True)
             pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
     print(summary(a.out))
+
+
+def set_family_identities(scale: str, family: str, identities: int, images: int) -> None:
+    """This process's stand-in: `family` with `identities` training identities of `images` training images each (every
+    family's pools get that many), its evaluation-only identities as many as the stand-in's. A stand-in knob is not in
+    the models' cache keys: the caller gives the process a cache of its own."""
+    from dataclasses import replace
+
+    from compatrepro import standin
+
+    cfg = standin.STANDIN_CONFIGS[scale]
+    unseen = standin.family_sizes(cfg)[family][1]
+    others = tuple(e for e in cfg.family_classes if e[0] != family)
+    standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images,
+                                             family_classes=others + ((family, identities, unseen),))
