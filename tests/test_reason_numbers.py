@@ -230,14 +230,12 @@ SINGLE = re.compile(r'(?<![\w./])[-+]?\d+(?:\.\d+)?(?![\w/]|\.\d)')
 
 
 def papers_numbers(values: pd.DataFrame) -> np.ndarray:
-    """What a reason may quote as the paper's from its rows `values` of `docs/paper_values.csv`: a number, or, for two
-    rows of one item and metric, their difference or one as a percentage of the other."""
+    """What a reason may quote as the paper's from its rows `values` of `docs/paper_values.csv`: a number, or the
+    difference of two rows of one item and metric (not ratios: among so many pairs they would match by chance)."""
     out = [values.value.astype(float).values]
     for _, g in values.groupby(['item', 'metric']):
         v = g.value.astype(float).values
-        pairs = ~np.eye(len(v), dtype=bool)   # two rows, not one with itself (0, 100 %)
-        with np.errstate(divide='ignore', invalid='ignore'):
-            out += [np.abs(v[:, None] - v[None, :])[pairs]]
+        out.append(np.abs(v[:, None] - v[None, :])[~np.eye(len(v), dtype=bool)])   # two rows, not one with itself
     return np.concatenate(out)
 
 
@@ -279,7 +277,7 @@ def untraced_paper_numbers() -> list[tuple]:
 def test_the_papers_numbers_are_the_papers():
     bad = untraced_paper_numbers()
     assert not bad, ("numbers the differing verdicts mark as the paper's ('paper +1.89') that are no number of that "
-                     "paper's rows in docs/paper_values.csv, difference of two or percentage of one in another: "
+                     "paper's rows in docs/paper_values.csv, nor the difference of two: "
                      'correct them, or add the missing paper number to docs/paper_values.csv with where the paper '
                      'prints it:\n' + '\n'.join(f'  {n} {k!r}: {x} in {c!r}' for n, k, x, c in bad))
 
