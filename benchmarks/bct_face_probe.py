@@ -35,7 +35,7 @@ from dataclasses import replace
 
 import numpy as np, pandas as pd
 
-from probe_args import apply_probe_arguments, probe_arguments, set_family_identities
+from probe_args import apply_identity_arguments, apply_probe_arguments, identity_arguments, probe_arguments
 
 MODELS = ('new-β', 'new-β-sys', 'new-l2 (MSE)')
 POINTS = ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2', 'rank1')
@@ -120,16 +120,9 @@ def main(argv=None):
         print(identity_summary(*sys.argv[2:4]))
         return
     ap = probe_arguments(__doc__, 'benchmarks/bct_face_probe.csv')
-    ap.add_argument('--identities', type=int, help="IMDB-Face's trained identities (with --images; default: the stand-in's)")
-    ap.add_argument('--images', type=int, help='training images per identity (with --identities)')
-    a = ap.parse_args(argv)
-    if (a.identities is None) != (a.images is None):
-        ap.error('give --identities and --images together (e.g. --identities 480 --images 25)')
-    if a.identities is not None and not a.cache:
-        ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
+    a = identity_arguments(ap, "IMDB-Face's").parse_args(argv)
     apply_probe_arguments(a)
-    if a.identities is not None:
-        set_family_identities(a.scale, 'imdbface', a.identities, a.images)
+    apply_identity_arguments(ap, a, 'imdbface', '--identities 480 --images 25')
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale, None if a.identities is None else (a.identities, a.images))

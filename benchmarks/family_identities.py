@@ -27,7 +27,7 @@ import sys
 
 import pandas as pd
 
-from probe_args import apply_probe_arguments, probe_arguments, set_family_identities
+from probe_args import apply_identity_arguments, apply_probe_arguments, identity_arguments, probe_arguments
 
 # family: (old split, new split, the specs' keyword arguments, as the notebook gives them)
 FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_new=True, embedding='mlfct')),
@@ -98,16 +98,9 @@ def main(argv=None):
         return
     ap = probe_arguments(__doc__, 'benchmarks/family_identities.csv')
     ap.add_argument('--family', required=True, choices=list(FAMILIES))
-    ap.add_argument('--identities', type=int, help="the family's training identities (with --images)")
-    ap.add_argument('--images', type=int, help='training images per identity (with --identities)')
-    a = ap.parse_args(argv)
-    if (a.identities is None) != (a.images is None):
-        ap.error('give --identities and --images together (e.g. --identities 384 --images 25)')
-    if a.identities is not None and not a.cache:
-        ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
+    a = identity_arguments(ap, "the family's").parse_args(argv)
     apply_probe_arguments(a)
-    if a.identities is not None:
-        set_family_identities(a.scale, a.family, a.identities, a.images)
+    apply_identity_arguments(ap, a, a.family, '--identities 384 --images 25')
     rows = []
     for s in a.seeds:
         rows += probe_seed(s, a.scale, a.family)

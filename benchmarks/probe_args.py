@@ -69,3 +69,22 @@ def set_family_identities(scale: str, family: str, identities: int, images: int)
     others = tuple(e for e in cfg.family_classes if e[0] != family)
     standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images,
                                              family_classes=others + ((family, identities, unseen),))
+
+
+def identity_arguments(ap: argparse.ArgumentParser, whose: str) -> argparse.ArgumentParser:
+    "The identity lever's options: `whose` training identities (`--identities`) of `--images` images each."
+    ap.add_argument('--identities', type=int,
+                    help=f"{whose} training identities (with --images; default: the stand-in's)")
+    ap.add_argument('--images', type=int, help='training images per identity (with --identities)')
+    return ap
+
+
+def apply_identity_arguments(ap: argparse.ArgumentParser, a: argparse.Namespace, family: str, example: str) -> None:
+    """Refuse `--identities` without `--images` (or the other way round) or without a cache of its own; then give this
+    process's stand-in `family` with that many (`set_family_identities`). `example`: the pair the error suggests."""
+    if (a.identities is None) != (a.images is None):
+        ap.error(f'give --identities and --images together (e.g. {example})')
+    if a.identities is not None and not a.cache:
+        ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
+    if a.identities is not None:
+        set_family_identities(a.scale, family, a.identities, a.images)
