@@ -94,9 +94,9 @@ def _on_seeds(records: pd.DataFrame) -> pd.DataFrame:
     return p[list(SEEDS)].dropna() if set(SEEDS) <= set(p.columns) else p.iloc[:0, :0]
 
 
-def _by_metric(records: pd.DataFrame) -> dict:
-    "{metric: its records on seeds 0-2 (n x 3)} of one notebook's `records`."
-    return {m: g.values for m, g in _on_seeds(records).groupby(level=1)}
+def _by_metric(p: pd.DataFrame) -> dict:
+    "{metric: its records on seeds 0-2 (n x 3)} of one notebook's records on seeds 0-2 (`_on_seeds`)."
+    return {m: g.values for m, g in p.groupby(level=1)}
 
 
 def _across(a: dict, b: dict) -> list[np.ndarray]:
@@ -104,23 +104,24 @@ def _across(a: dict, b: dict) -> list[np.ndarray]:
     return [(a[m][:, None, :] - b[m][None, :, :]).reshape(-1, 3) for m in set(a) & set(b)]
 
 
-def _sources(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _sources(p: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Every record of one notebook on seeds 0-2; the difference of every two records of one item and metric, of one
     item and method (a curve's end minus its start), and of one metric across the notebook's items; and what a reason
-    reads off a curve (`_curve_statistics`). Returned as (all of them, those a count of queries may be read from: all
-    but the differences across items, too many for a whole number to mean anything)."""
-    p = _on_seeds(records)
+    reads off a curve (`_curve_statistics`), of the notebook's records on seeds 0-2 (`_on_seeds`). Returned as (all
+    of them, those a count of queries may be read from: all but the differences across items, too many for a whole
+    number to mean anything)."""
     if p.empty: return np.zeros((0, 3)), np.zeros((0, 3))
     within = [_differences(g.values) for level in ([0, 1], [0, 2]) for _, g in p.groupby(level=level)]
-    across = [_differences(g.values) for _, g in p.groupby(level=1)]
     close = np.concatenate([p.values, *within, *_curve_statistics(p)])
-    return np.concatenate([close, *across]), close
+    metrics = _by_metric(p)
+    return np.concatenate([close, *_across(metrics, metrics)]), close
 
 
-def _ratios(records: pd.DataFrame) -> np.ndarray:
-    """Every record of one notebook on seeds 0-2 over every other of its item and metric: a whole percentage ('(new-l2,
-    old) is 58/61/127 % of (old, old)'); not for a quote with decimals, which so many ratios would match by chance."""
-    groups = [g.values for _, g in _on_seeds(records).groupby(level=[0, 1])]
+def _ratios(p: pd.DataFrame) -> np.ndarray:
+    """Every record of one notebook on seeds 0-2 (`_on_seeds`) over every other of its item and metric: a whole
+    percentage ('(new-l2, old) is 58/61/127 % of (old, old)'); not for a quote with decimals, which so many ratios would
+    match by chance."""
+    groups = [g.values for _, g in p.groupby(level=[0, 1])]
     with np.errstate(divide='ignore', invalid='ignore'):
         out = [(v[:, None, :] / v[None, :, :])[~np.eye(len(v), dtype=bool)] for v in groups]
     return np.concatenate(out) if out else np.zeros((0, 3))
@@ -156,6 +157,11 @@ def _benchmark_sources(name: str) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 3))
 
 
+def _claims() -> dict:
+    "{(notebook, key): claim} of the committed tiny claims."
+    return {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
+
+
 def _margins(claims: dict, records: pd.DataFrame) -> dict:
     "{notebook: {key: its claim's margins on seeds 0-2 (1 x 3)}} of `claims` ({(notebook, key): claim}) on `records`."
     out = {}
@@ -170,11 +176,11 @@ def untraced_quotes() -> set[tuple]:
     dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
     records = pd.concat([pd.read_csv(f).assign(notebook=Path(f).name.split('.seed')[0])
                          for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
-    claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
-    notebooks = {nb: _sources(g) for nb, g in records.groupby('notebook')}
-    metrics = {nb: _by_metric(g) for nb, g in records.groupby('notebook')}
-    ratios = {nb: _ratios(g) for nb, g in records.groupby('notebook')}
-    margins = _margins(claims, records)
+    on_seeds = {nb: _on_seeds(g) for nb, g in records.groupby('notebook')}   # each notebook pivoted once
+    notebooks = {nb: _sources(p) for nb, p in on_seeds.items()}
+    metrics = {nb: _by_metric(p) for nb, p in on_seeds.items()}
+    ratios = {nb: _ratios(p) for nb, p in on_seeds.items()}
+    margins = _margins(_claims(), records)
     none = (np.zeros((0, 3)), np.zeros((0, 3)))
     papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
               for p in {paper_of_notebook(nb + '.ipynb') for nb in notebooks}}
@@ -244,7 +250,7 @@ def marked_papers_numbers() -> list[tuple]:
     paper's table it may come from: those the row's claim reads and those the reason names ('Table 5')."""
     dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
     values = pd.read_csv(ROOT/'docs'/'paper_values.csv', keep_default_na=False)
-    claims = {(c['notebook'], c['key']): c for f in sorted((RESULTS/'claims').glob('*.json')) for c in load_claims(f)}
+    claims = _claims()
     out = []
     for r in dv.itertuples():
         spans = list(PAPER_SPAN.finditer(r.reason))
