@@ -21,6 +21,12 @@ keys):
     python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
         --seeds 0 1 2 --out benchmarks/family_identities/vggface2-384x25.csv
 
+A margin head's recipe (ArcFace on VGGFace2) is screened with `--head-scale`, `--head-margin` and `--lr`, given to
+both models of the family (they are spec fields, so such models share the family's cache):
+
+    python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
+        --head-scale 32 --out benchmarks/family_identities/vggface2-384x25-s32.csv
+
 `--summary FILE...` prints the table docs/standin_regime.md shows."""
 
 import sys
@@ -54,8 +60,17 @@ def unseen_retrieval(spec, family: str) -> dict:
     return {m: r[m] for m in metrics}
 
 
-def probe_seed(seed: int, scale: str, family: str) -> list:
-    "The old and the new model of `family`'s update on `seed` (trained now or from the cache), on unseen identities."
+RECIPE_LEVERS = ('head_scale', 'head_margin', 'lr')   # the options that change the family's recipe
+
+
+def recipe_name(over: dict) -> str:
+    "The recipe column: 'library', or the changed fields ('head_scale=32.0, lr=0.05')."
+    return ', '.join(f'{k}={v}' for k, v in over.items()) or 'library'
+
+
+def probe_seed(seed: int, scale: str, family: str, over: dict | None = None) -> list:
+    """The old and the new model of `family`'s update on `seed` (trained now or from the cache), on unseen identities;
+    `over`: spec fields of both models that differ from the notebook's (`RECIPE_LEVERS`)."""
     from compatrepro.pipeline import cached_backbone
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
     from compatrepro.standin import family_sizes, standin_config
@@ -63,15 +78,16 @@ def probe_seed(seed: int, scale: str, family: str) -> list:
 
     set_context(RunContext.from_env(device='cpu', progress=False))
     old_split, new_split, kw = FAMILIES[family]
-    specs = update_specs(ExperimentParams(seed=seed, scale=scale, device='cpu'), old_split, new_split, (), **kw)
+    over = over or {}
+    specs = update_specs(ExperimentParams(seed=seed, scale=scale, device='cpu'), old_split, new_split, (), **kw, **over)
     cfg = standin_config(scale)
     trained, unseen = family_sizes(cfg)[family]
     rows = []
     for name, spec in specs.items():
         art = cached_backbone(spec)
         loss = [h['loss'] for h in art['history']]   # a training that stalls shows here
-        rows.append(dict(family=family, identities=trained, images=cfg.n_train, unseen_identities=unseen, seed=seed,
-                         model=name, epochs=spec.epochs, **unseen_retrieval(spec, family), first_loss=loss[0],
+        rows.append(dict(family=family, identities=trained, images=cfg.n_train, unseen_identities=unseen,
+                         recipe=recipe_name(over), seed=seed, model=name, epochs=spec.epochs, **unseen_retrieval(spec, family), first_loss=loss[0],
                          last_loss=loss[-1], train_seconds=art.get('train_seconds', float('nan'))))
     return rows
 
@@ -80,12 +96,14 @@ def summary(paths) -> str:
     """Per family, stand-in and model: top-1 and mAP on unseen identities (the mean over seeds, and per seed: a model
     that fails to train on one seed shows), and the training loss of the first and last epoch."""
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    d = d.sort_values(['family', 'identities'], kind='stable')   # the stand-in's counts first
-    out = ['| family | training identities x images | model | seeds | unseen top-1 (per seed) | '
-           'unseen mAP (per seed) | loss, first -> last epoch | train min |', '|---|---|---|---|---|---|---|---|']
-    for (f, n, m, model), g in d.groupby(['family', 'identities', 'images', 'model'], sort=False):
+    d['recipe'] = d['recipe'].fillna('library') if 'recipe' in d else 'library'   # CSVs from before the levers
+    # the stand-in's counts first, then the library's recipe, then the levers as the files give them
+    d = d.assign(lever=d['recipe'] != 'library').sort_values(['family', 'identities', 'lever'], kind='stable')
+    out = ['| family | training identities x images | recipe | model | seeds | unseen top-1 (per seed) | '
+           'unseen mAP (per seed) | loss, first -> last epoch | train min |', '|---|---|---|---|---|---|---|---|---|']
+    for (f, n, m, r, model), g in d.groupby(['family', 'identities', 'images', 'recipe', 'model'], sort=False):
         g = g.sort_values('seed')
-        out.append(f"| {f} | {n} x {m} | {model} | {','.join(map(str, g.seed))} | "
+        out.append(f"| {f} | {n} x {m} | {r} | {model} | {','.join(map(str, g.seed))} | "
                    f"{g.top1.mean():.1f} ({'/'.join(f'{x:.1f}' for x in g.top1)}) | "
                    f"{g.mAP.mean():.1f} ({'/'.join(f'{x:.1f}' for x in g.mAP)}) | "
                    f"{g.first_loss.mean():.2f} -> {g.last_loss.mean():.2f} | {g.train_seconds.mean()/60:.1f} |")
@@ -98,12 +116,15 @@ def main(argv=None):
         return
     ap = probe_arguments(__doc__, 'benchmarks/family_identities.csv')
     ap.add_argument('--family', required=True, choices=list(FAMILIES))
+    ap.add_argument('--head-scale', type=float, help="the margin head's scale s (default: the family's recipe)")
+    ap.add_argument('--head-margin', type=float, help="the margin head's margin m (default: the family's recipe)")
+    ap.add_argument('--lr', type=float, help="the learning rate (default: the family's recipe)")
     a = identity_arguments(ap, "the family's").parse_args(argv)
     apply_probe_arguments(a)
     apply_identity_arguments(ap, a, a.family, '--identities 384 --images 25')
     rows = []
     for s in a.seeds:
-        rows += probe_seed(s, a.scale, a.family)
+        rows += probe_seed(s, a.scale, a.family, {k: getattr(a, k) for k in RECIPE_LEVERS if getattr(a, k) is not None})
         pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
     print(summary([a.out]))
 

@@ -14,7 +14,8 @@ cosine, so the recipe's rows differ from 52's records by up to 0.2 point) beside
 - 'patch 4': 4-pixel patches, 64 tokens of a glyph (the recipe's rate);
 - 'patch 4, lr 1e-3': both;
 - 'epochs x4': four times the recipe's epochs (60), its rate and warm-up: small-data ViTs train for hundreds of
-  epochs (DeiT trains for 300).
+  epochs (DeiT trains for 300);
+- 'epochs x8': eight times (120), the doubling test of 'epochs x4'.
 
     python benchmarks/vit_screen.py --seeds 0 --out benchmarks/vit_screen.csv
 
@@ -29,7 +30,7 @@ import pandas as pd
 from probe_args import apply_probe_arguments, probe_arguments, run_variants, variant_arguments
 
 VARIANTS = {'recipe': dict(), 'lr 1e-3': dict(lr=1e-3), 'patch 4': dict(patch=4), 'patch 4, lr 1e-3': dict(patch=4, lr=1e-3),
-            'epochs x4': dict(epochs_times=4)}
+            'epochs x4': dict(epochs_times=4), 'epochs x8': dict(epochs_times=8)}
 RECIPE = 'recipe'
 
 

@@ -95,15 +95,19 @@ def test_bct_face_probe_identities_run(tmp_path):
     assert (t['identities'] == 48).all() and (t['images'] == 8).all()
 
 
-@pytest.mark.parametrize('family, lever', [('vggface2', ()), ('market1501', ('--identities', '48', '--images', '4'))])
+@pytest.mark.parametrize('family, lever', [('vggface2', ('--head-scale', '32', '--lr', '0.05')),
+                                           ('market1501', ('--identities', '48', '--images', '4'))])
 def test_family_identities_probe_runs(tmp_path, family, lever):
-    "The identity lever on the other families with unseen test identities: each family's old and new model, measured."
-    cache = ('--cache', str(tmp_path / 'c2')) if lever else ()
+    """The identity lever on the other families with unseen test identities, and a margin head's recipe levers: each
+    family's old and new model, measured, the recipe named in its rows."""
+    identities = '--identities' in lever
+    cache = ('--cache', str(tmp_path / 'c2')) if identities else ()
     t = pd.read_csv(run_probe('family_identities', tmp_path, '--family', family, *lever, *cache).with_suffix('.csv'))
     assert list(t['model']) == ['old', 'new'] and (t['family'] == family).all() and (t['seed'] == 0).all()
     assert t[['top1', 'mAP']].notna().all().all() and (t['mAP'] > 0).all()
-    if lever:
+    if identities:
         assert (t['identities'] == 48).all() and (t['images'] == 4).all() and (t['unseen_identities'] == 12).all()
+    assert (t['recipe'] == ('library' if identities else 'head_scale=32.0, lr=0.05')).all()
 
 
 @pytest.mark.parametrize('path', sorted((ROOT / 'benchmarks' / 'family_identities').glob('*.csv')), ids=lambda p: p.stem)
