@@ -6,8 +6,8 @@ each such quote must be one of:
 - a record of the row's notebook on seeds 0-2, or the margin of one of its claims ('fails, -5.34/-6.62/-0.64');
 - the difference of two records of one item and metric, of one item and method (a curve's end minus its start), or of
   one metric across two items;
-- what a reason reads off a curve, per seed (its lowest point, its largest step, the largest gap between two methods'
-  curves: `_curve_statistics`);
+- what a reason reads off a curve, per seed (its lowest point, its largest step, its mean, the largest gap between two
+  methods' curves: `_curve_statistics`), or off RACT's curves averaged over the allocations;
 - a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
   that number, a whole number of queries; or a whole percentage, one record over another of its item and metric;
 - such a number or margin of a notebook the reason cites ("27's Models records"), or the difference of a record of
@@ -17,8 +17,8 @@ each such quote must be one of:
   0-2 or the difference of two of its rows.
 
 A re-run that moves the numbers makes the quote fail here instead of leaving the reason silently wrong. How loose the
-rules are was measured on the quotes they trace: moving one seed's number by five units in its last place, no quote
-with decimals still traced, and 3-4 of the 125 did, all of them counts of queries. A quote the records cannot give (a
+rules are was measured on the quotes they trace: moving one seed's number by five units in its last place, 3 to 8 of
+the 1,684 quotes with decimals still trace (the seed moved: 8/8/3), and 2 to 5 of the 51 whole numbers. A quote the records cannot give (a
 number only a benchmark's log or another notebook's output holds) is listed in `docs/untraced_numbers.csv`, and the
 list may only shrink: a quote that becomes traceable, or disappears, must leave it."""
 import glob
@@ -62,16 +62,18 @@ def _differences(v: np.ndarray) -> np.ndarray:
     return (v[:, None, :] - v[None, :, :]).reshape(-1, 3)
 
 
-CURVE = re.compile(r'^(?P<family>.+) at (?P<position>t=[\d.]+|[\d.]+%)$')
+# a curve's point: 'top1 at t=0.3', 'rmAP at 20%', or a bare backfilled share ('20%', RACT's tables)
+CURVE = re.compile(r'^(?:(?P<family>.+) at )?(?P<position>t=[\d.]+|[\d.]+%)$')
 
 
 def _curve_statistics(p: pd.DataFrame) -> list[np.ndarray]:
     """What a reason reads off a curve (`p`: records on seeds 0-2 indexed by item, metric, method), per seed, where
     the position differs by seed: each curve's lowest and highest point, their distance from its start and from its end,
-    its largest and smallest step, and, for two methods' curves of one item, their largest and smallest difference."""
+    its largest and smallest step, its mean over its points ('its six-fraction mean'), and, for two methods' curves of
+    one item, their largest and smallest difference."""
     d = p.reset_index()
     m = d.metric.str.extract(CURVE.pattern)
-    d = d.assign(family=m.family, at=m.position.str.strip('t=%').astype(float)).dropna(subset=['family'])
+    d = d.assign(family=m.family.fillna(''), at=m.position.str.strip('t=%').astype(float)).dropna(subset=['at'])
     curves = {}
     for (item, family, method), g in d.groupby(['item', 'family', 'method']):
         curves.setdefault((item, family), {})[method] = g.sort_values('at')[list(SEEDS)].values   # positions x seeds
@@ -80,12 +82,24 @@ def _curve_statistics(p: pd.DataFrame) -> list[np.ndarray]:
         for v in by_method.values():
             steps = np.diff(v, axis=0) if len(v) > 1 else np.zeros((1, 3))
             out.append(np.stack([v.min(0), v.max(0), v.min(0) - v[0], v.max(0) - v[0], v[-1] - v.min(0),
-                                 v[-1] - v.max(0), steps.min(0), steps.max(0)]))
+                                 v[-1] - v.max(0), steps.min(0), steps.max(0), v.mean(0)]))
         same = [v for v in by_method.values() if len(v) == len(next(iter(by_method.values())))]
         for a in same:
             for b in same:
                 if a is not b: out.append(np.stack([(a - b).max(0), (a - b).min(0)]))
     return out
+
+
+ALLOCATION = re.compile(r'^(?P<base>.+) \((?P<allocation>[\w-]+), (?P<test>[^,()]+)\)$')
+
+
+def _allocation_means(p: pd.DataFrame) -> pd.DataFrame:
+    """RACT's curves averaged over the allocations ('ours, random (expansion, ROxford)' and its open-class and open-data
+    twins: 'ours, random (ROxford)'), as 42's claims read them; `p` as `_on_seeds` gives it."""
+    d = p.reset_index()
+    m = d.method.str.extract(ALLOCATION.pattern)
+    d = d.assign(method=m.base + ' (' + m.test + ')').dropna(subset=['method'])
+    return d.groupby(['item', 'metric', 'method'])[list(SEEDS)].mean()
 
 
 def _on_seeds(records: pd.DataFrame) -> pd.DataFrame:
@@ -112,7 +126,8 @@ def _sources(p: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     number to mean anything)."""
     if p.empty: return np.zeros((0, 3)), np.zeros((0, 3))
     within = [_differences(g.values) for level in ([0, 1], [0, 2]) for _, g in p.groupby(level=level)]
-    close = np.concatenate([p.values, *within, *_curve_statistics(p)])
+    means = _allocation_means(p)
+    close = np.concatenate([p.values, *within, *_curve_statistics(p), means.values, *_curve_statistics(means)])
     metrics = _by_metric(p)
     return np.concatenate([close, *_across(metrics, metrics)]), close
 
