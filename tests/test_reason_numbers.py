@@ -8,6 +8,8 @@ each such quote must be one of:
   one metric across two items;
 - what a reason reads off a curve, per seed (its lowest point, its largest step, its mean, the largest gap between two
   methods' curves: `_curve_statistics`), or off RACT's curves averaged over the allocations;
+- for a quote with decimals, a record minus the midpoint of two others of its item and metric, or of its item and
+  method, or that midpoint itself (`_midpoints`);
 - a count of queries, where the reason names how many there are ('of the 2,400 queries'): one of the above times
   that number, a whole number of queries; or a whole percentage, one record over another of its item and metric;
 - such a number or margin of a notebook the reason cites ("27's Models records"), or the difference of a record of
@@ -17,8 +19,9 @@ each such quote must be one of:
   0-2 or the difference of two of its rows.
 
 A re-run that moves the numbers makes the quote fail here instead of leaving the reason silently wrong. How loose the
-rules are was measured on the quotes they trace: moving one seed's number by five units in its last place, 3 to 8 of
-the 1,684 quotes with decimals still trace (the seed moved: 8/8/3), and 2 to 5 of the 51 whole numbers. A quote the records cannot give (a
+rules are was measured on the quotes they trace: moving one seed's number by five units in its last place, 9 to 14
+of the 1,691 quotes with decimals still trace (the seed moved: 9/12/14; the midpoints add most of them, quotes
+under a point such as '+0.09/+0.01/+0.07'), and 2 to 5 of the 51 whole numbers. A quote the records cannot give (a
 number only a benchmark's log or another notebook's output holds) is listed in `docs/untraced_numbers.csv`, and the
 list may only shrink: a quote that becomes traceable, or disappears, must leave it."""
 import glob
@@ -132,6 +135,22 @@ def _sources(p: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([close, *_across(metrics, metrics)]), close
 
 
+def _midpoints(p: pd.DataFrame) -> np.ndarray:
+    """The midpoint of every two records of one item and metric, or of one item and method, and every record of that
+    group minus it, either way ('the self-test minus the midpoint of (old, old) and new*', 'mAP~ 1.03 below the straight
+    line between its ends'); of one notebook's records on seeds 0-2 (`_on_seeds`). Only for a quote with decimals:
+    whole numbers would match by chance among so many."""
+    out = []
+    for level in ([0, 1], [0, 2]):
+        for _, g in p.groupby(level=level):
+            v = g.values
+            i, j = np.triu_indices(len(v), 1)
+            mid = (v[i] + v[j]) / 2
+            d = (v[:, None, :] - mid[None, :, :]).reshape(-1, 3)
+            out += [mid, d, -d]
+    return np.concatenate(out) if out else np.zeros((0, 3))
+
+
 def _ratios(p: pd.DataFrame) -> np.ndarray:
     """Every record of one notebook on seeds 0-2 (`_on_seeds`) over every other of its item and metric: a whole
     percentage ('(new-l2, old) is 58/61/127 % of (old, old)'); not for a quote with decimals, which so many ratios would
@@ -195,6 +214,7 @@ def untraced_quotes() -> set[tuple]:
     notebooks = {nb: _sources(p) for nb, p in on_seeds.items()}
     metrics = {nb: _by_metric(p) for nb, p in on_seeds.items()}
     ratios = {nb: _ratios(p) for nb, p in on_seeds.items()}
+    midpoints = {nb: _midpoints(p) for nb, p in on_seeds.items()}
     margins = _margins(_claims(), records)
     none = (np.zeros((0, 3)), np.zeros((0, 3)))
     papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
@@ -213,7 +233,8 @@ def untraced_quotes() -> set[tuple]:
                                 *(d for nb in cited for d in _across(metrics.get(r.notebook, {}), metrics[nb]))])
         whole = np.concatenate([_counts(np.concatenate([close, margin]), r.reason), ratios.get(r.notebook, none[0])])
         sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
-        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, sibling))
+        decimal = np.concatenate([sibling, midpoints.get(r.notebook, none[0])])
+        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, decimal))
                 and not ('.' not in q and quoted(q, whole))}
     return out
 
