@@ -16,13 +16,15 @@ BENCH = ROOT / 'benchmarks'
 def tables() -> dict:
     "(page, block name) -> the table its script makes now from the committed CSVs."
     import bct_face_probe, bct_l2_probe, family_identities, rm_epochs_ladder, simclr_screen, vit_screen
-    from standin_regime import doubling_table
+    from standin_regime import coverage_table, doubling_table
 
     screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
     convergence = [str(p) for p in sorted((BENCH / 'convergence').glob('*.csv'))]
     identities = [str(p) for p in sorted((BENCH / 'family_identities').glob('*.csv'))]
     return {('docs/standin_regime.md', 'recipe screen'): doubling_table(screens),
             ('docs/standin_regime.md', 'convergence'): doubling_table(convergence),
+            ('docs/standin_regime.md', 'convergence coverage'):
+                coverage_table(convergence, ROOT / 'results' / 'tiny' / 'runs'),
             ('docs/standin_regime.md', 'simclr screen'): simclr_screen.summary(BENCH / 'simclr_screen.csv'),
             ('docs/standin_regime.md', 'vit screen'): vit_screen.summary(BENCH / 'vit_screen.csv'),
             ('docs/standin_regime.md', 'rm ladder'): rm_epochs_ladder.summary(BENCH / 'rm_epochs_ladder.csv'),

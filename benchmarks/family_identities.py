@@ -21,8 +21,8 @@ keys):
     python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
         --seeds 0 1 2 --out benchmarks/family_identities/vggface2-384x25.csv
 
-A margin head's recipe (ArcFace on VGGFace2) is screened with `--head-scale`, `--head-margin` and `--lr`, given to
-both models of the family (they are spec fields, so such models share the family's cache):
+A margin head's recipe (ArcFace on VGGFace2) is screened with `--head-scale`, `--head-margin`, `--lr` and `--epochs`,
+given to both models of the family (they are spec fields, so such models share the family's cache):
 
     python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
         --head-scale 32 --out benchmarks/family_identities/vggface2-384x25-s32.csv
@@ -60,7 +60,7 @@ def unseen_retrieval(spec, family: str) -> dict:
     return {m: r[m] for m in metrics}
 
 
-RECIPE_LEVERS = ('head_scale', 'head_margin', 'lr')   # the options that change the family's recipe
+RECIPE_LEVERS = ('head_scale', 'head_margin', 'lr', 'epochs')   # the options that change the family's recipe
 
 
 def recipe_name(over: dict) -> str:
@@ -78,8 +78,11 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None) -> 
 
     set_context(RunContext.from_env(device='cpu', progress=False))
     old_split, new_split, kw = FAMILIES[family]
-    over = over or {}
-    specs = update_specs(ExperimentParams(seed=seed, scale=scale, device='cpu'), old_split, new_split, (), **kw, **over)
+    over, P = over or {}, ExperimentParams(seed=seed, scale=scale, device='cpu')
+    if 'epochs' in over:   # the warm-up keeps its share of the schedule, as the doubling test's (standin_regime.doubled)
+        recipe = update_specs(P, old_split, new_split, (), **kw)['new']
+        kw = kw | {'warmup_epochs': recipe.warmup_epochs * over['epochs'] / recipe.epochs}
+    specs = update_specs(P, old_split, new_split, (), **kw, **over)
     cfg = standin_config(scale)
     trained, unseen = family_sizes(cfg)[family]
     rows = []
@@ -119,6 +122,7 @@ def main(argv=None):
     ap.add_argument('--head-scale', type=float, help="the margin head's scale s (default: the family's recipe)")
     ap.add_argument('--head-margin', type=float, help="the margin head's margin m (default: the family's recipe)")
     ap.add_argument('--lr', type=float, help="the learning rate (default: the family's recipe)")
+    ap.add_argument('--epochs', type=int, help="the new model's epochs (VGGFace2's old model: as many steps)")
     a = identity_arguments(ap, "the family's").parse_args(argv)
     apply_probe_arguments(a)
     apply_identity_arguments(ap, a, a.family, '--identities 384 --images 25')

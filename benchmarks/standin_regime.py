@@ -36,10 +36,14 @@ import torch
 
 from standin_convergence import knob_args   # the stand-in's knobs as flags (this folder is on the path)
 
-# (old split, new split, evaluation split, the backbones' keyword arguments): as 20_fastfill_imagenet (ml-fct's embedding)
-# and 30_bct_ijbc define them, so that with the library's regime and its cache the models are the notebooks' own
+# (old split, new split, evaluation split, both backbones' keyword arguments): as 20_fastfill_imagenet (ml-fct's
+# embedding), 30_bct_ijbc and 25_fastfill_arch define them, so that with the library's regime and its cache the models
+# are the notebooks' own
 PAIRS = {'imagenet': ('imagenet-500', 'imagenet-1k', 'imagenet-1k', {'embedding': 'mlfct'}),
-         'imdbface': ('imdbface-50', 'imdbface', 'ijbc', {})}
+         'imdbface': ('imdbface-50', 'imdbface', 'ijbc', {}),
+         'arch': ('imagenet-1k', 'imagenet-1k', 'imagenet-1k', {'embedding': 'mlfct'})}
+PAIR_ARCHS = {'arch': ('resnet10', 'resnet18')}   # (old, new): 25's stand-in upgrade across architectures
+PREMISE_PAIRS = ('imagenet', 'imdbface')          # the premise screen's updates (--pairs' default)
 COMPATIBLE = ('BCT', 'RACT')
 # transformations h(phi_old) -> phi_new (FastFill's notebooks' objectives); judged by new queries against the
 # transformed old gallery, the backfilling curve's start
@@ -53,8 +57,9 @@ def pair_specs(pair: str, scale: str, seed: int, models, over: dict | None = Non
     from compatrepro.specs import backbone_spec
     from compatrepro.updates import BASELINES
     old_split, new_split, _, kw = PAIRS[pair]
-    old = backbone_spec(old_split, scale, seed, **(kw | (over or {})))
-    new = backbone_spec(new_split, scale, seed, **(kw | (over or {})))
+    archs = [{'arch': a} for a in PAIR_ARCHS.get(pair, ())] or [{}, {}]
+    old = backbone_spec(old_split, scale, seed, **(kw | archs[0] | (over or {})))
+    new = backbone_spec(new_split, scale, seed, **(kw | archs[1] | (over or {})))
     return {'old': old, 'new': new} | {m: replace(new, compat=BASELINES[m](old)) for m in models if m in BASELINES}
 
 
@@ -83,6 +88,7 @@ def unmeasured(pair: str, seed: int) -> dict:
     """{name: (spec, why)} of the models that the pair's notebook trains at tiny scale and the convergence table does
     not measure, each with the reason."""
     from compatrepro.fastfill import lr_sweep, psi_grad_default, ract_sweep_lrs
+    if pair == 'arch': return {}   # 25 trains no other model
     specs = pair_specs(pair, 'tiny', seed, CONVERGENCE_MODELS[pair] + ['new-l2'])
     if pair == 'imdbface':
         return {'new-l2 (eq. 3)': (specs['new-l2'], "eq. 3's l2 at lambda = 1, whose training 30 records and tests "
@@ -93,6 +99,39 @@ def unmeasured(pair: str, seed: int) -> dict:
     return sweep | {'FastFill (other reading)': (replace(t, psi_grad_to_h=not psi_grad_default()),
                                                  "FastFill's transformation under eq. 5's other reading; the FastFill "
                                                  "row is the default reading the claims read")}
+
+
+def measured_artifacts(paths) -> set:
+    """The artifact names ('backbone/<key>', 'transformation/<key>') of the models at E of the convergence CSVs
+    `paths`, per pair on the seeds they have, and of the models their notebook trains that `unmeasured` names."""
+    import pandas as pd
+    d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    out = set()
+    for (pair, seed), _ in d[d.pair.isin(list(CONVERGENCE_NOTEBOOKS))].groupby(['pair', 'seed']):
+        models = CONVERGENCE_MODELS[pair]
+        specs = {k: v for k, v in pair_specs(pair, 'tiny', seed, models).items() if k in models}
+        out |= set(artifact_names(specs | transformation_specs(specs, seed, models)).values())
+        out |= set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
+    return out
+
+
+def coverage_table(paths, runs: Path) -> str:
+    """How much of what the tiny runs train the convergence table measures: per notebook, the backbones and
+    transformations its committed runs of seeds 0-2 (`runs`: results/tiny/runs) used, and how many of them are in the
+    table (`measured_artifacts` of `paths`)."""
+    done = measured_artifacts(paths)
+    used = {}
+    for f in sorted(runs.glob('*.seed[012].json')):
+        arts = json.loads(f.read_text())['artifacts']
+        used.setdefault(f.name.split('.seed')[0], set()).update(
+            k for k in arts if k.split('/')[0] in ('backbone', 'transformation'))
+    out = ['| notebook | models its runs of seeds 0-2 use | in the convergence table | not yet |', '|---|---|---|---|']
+    for nb, a in used.items():
+        if a: out.append(f'| {nb} | {len(a)} | {len(a & done)} | {len(a - done)} |')
+    every = set().union(*used.values())
+    out.append(f'| **all** (a model shared by notebooks once) | **{len(every)}** | **{len(every & done)}** | '
+               f'**{len(every - done)}** |')
+    return '\n'.join(out)
 
 
 def artifact_names(specs: dict) -> dict:
@@ -204,7 +243,7 @@ def main(argv=None):
     p.add_argument('--nesterov', action='store_true',
                    help="Nesterov momentum (screening only: the library's SGD has none, so this process patches its "
                         "optimiser factory; the candidate's own cache keeps these models apart)")
-    p.add_argument('--pairs', nargs='+', default=list(PAIRS), choices=list(PAIRS))
+    p.add_argument('--pairs', nargs='+', default=list(PREMISE_PAIRS), choices=list(PAIRS))
     p.add_argument('--models', nargs='+', default=['old', 'new', *COMPATIBLE],
                    help="old, new, a compatible model of the notebooks' `BASELINES` (BCT, RACT, new-l2, ...) or a "
                         "transformation of the old model to the new one: " + ', '.join(TRANSFORMATIONS))

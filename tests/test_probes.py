@@ -95,7 +95,7 @@ def test_bct_face_probe_identities_run(tmp_path):
     assert (t['identities'] == 48).all() and (t['images'] == 8).all()
 
 
-@pytest.mark.parametrize('family, lever', [('vggface2', ('--head-scale', '32', '--lr', '0.05')),
+@pytest.mark.parametrize('family, lever', [('vggface2', ('--head-scale', '32', '--lr', '0.05', '--epochs', '2')),
                                            ('market1501', ('--identities', '48', '--images', '4'))])
 def test_family_identities_probe_runs(tmp_path, family, lever):
     """The identity lever on the other families with unseen test identities, and a margin head's recipe levers: each
@@ -107,14 +107,17 @@ def test_family_identities_probe_runs(tmp_path, family, lever):
     assert t[['top1', 'mAP']].notna().all().all() and (t['mAP'] > 0).all()
     if identities:
         assert (t['identities'] == 48).all() and (t['images'] == 4).all() and (t['unseen_identities'] == 12).all()
-    assert (t['recipe'] == ('library' if identities else 'head_scale=32.0, lr=0.05')).all()
+    assert (t['recipe'] == ('library' if identities else 'head_scale=32.0, lr=0.05, epochs=2')).all()
+    if not identities:
+        old, new = t['epochs']
+        assert new == 2 and old > new   # the old model, on a tenth of the identities: as many steps as the new one
 
 
 @pytest.mark.parametrize('path', sorted((ROOT / 'benchmarks' / 'family_identities').glob('*.csv')), ids=lambda p: p.stem)
 def test_committed_family_identities_are_whole(path):
-    "Each committed run of the identity lever: one family and stand-in, its old and new model on seeds 0-2."
+    "Each committed run of the identity lever: one family, stand-in and recipe, its old and new model on seeds 0-2."
     t = pd.read_csv(path)
-    assert t[['family', 'identities', 'images']].nunique().max() == 1
+    assert t[['family', 'identities', 'images']].nunique().max() == 1 and t.get('recipe', pd.Series([0])).nunique() == 1
     assert sorted(t['seed'].unique()) == [0, 1, 2]
     assert all(sorted(g['model']) == ['new', 'old'] for _, g in t.groupby('seed'))
     assert t[['top1', 'mAP']].notna().all().all()
