@@ -14,9 +14,11 @@ augmentation, epochs, and the stand-in's knobs), and checks, before any claim is
 The updates: FastFill's ImageNet pair (old on ImageNet-500, new on ImageNet-1k, evaluated on ImageNet-1k's evaluation
 images, query = gallery) and BCT's IMDB-Face pair (old on half of IMDB-Face's identities, new on all of them,
 evaluated on the IJB-C stand-in's images, query = gallery, subjects no model trains on), with the backbones the
-notebooks give them (ImageNet: ml-fct's embedding, as every FastFill notebook). Each candidate gets its own artifact
-cache, since a changed stand-in knob is not part of the models' cache keys inside one process; the library's own
-regime (no knob or recipe flag) can read the cache of `compatrepro reproduce`, whose notebooks train the same models:
+notebooks give them (ImageNet: ml-fct's embedding, as every FastFill notebook). The convergence table adds `arch`,
+`25_fastfill_arch`'s upgrade across architectures (old ResNet-10, new ResNet-18, both on ImageNet-1k). Each candidate
+gets its own artifact cache, since a changed stand-in knob is not part of the models' cache keys inside one process;
+the library's own regime (no knob or recipe flag) can read the cache of `compatrepro reproduce`, whose notebooks
+train the same models:
 
     python benchmarks/standin_regime.py --cache ~/.cache/compatrepro --seeds 0 1 2 --out benchmarks/standin_regime/library.csv
 
@@ -79,8 +81,9 @@ def transformation_specs(specs: dict, seed: int, models) -> dict:
 
 
 # The convergence table (`benchmarks/convergence/`): each pair is one notebook's update, its models that notebook's own.
-CONVERGENCE_NOTEBOOKS = {'imagenet': '20_fastfill_imagenet', 'imdbface': '30_bct_ijbc'}
+CONVERGENCE_NOTEBOOKS = {'imagenet': '20_fastfill_imagenet', 'imdbface': '30_bct_ijbc', 'arch': '25_fastfill_arch'}
 CONVERGENCE_MODELS = {'imagenet': ['old', 'new', 'BCT', 'RACT', 'FCT', 'FastFill'],
+                      'arch': ['old', 'new', 'BCT', 'RACT', 'FCT', 'FastFill'],
                       'imdbface': ['old', 'new', 'new-l2 (MSE)', 'new-LwF', 'new-β', 'new-β-kd', 'new-β-sys']}
 
 
