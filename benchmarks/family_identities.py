@@ -90,8 +90,9 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None) -> 
         art = cached_backbone(spec)
         loss = [h['loss'] for h in art['history']]   # a training that stalls shows here
         rows.append(dict(family=family, identities=trained, images=cfg.n_train, unseen_identities=unseen,
-                         recipe=recipe_name(over), seed=seed, model=name, epochs=spec.epochs, **unseen_retrieval(spec, family), first_loss=loss[0],
-                         last_loss=loss[-1], train_seconds=art.get('train_seconds', float('nan'))))
+                         recipe=recipe_name(over), seed=seed, model=name, epochs=spec.epochs,
+                         **unseen_retrieval(spec, family), first_loss=loss[0], last_loss=loss[-1],
+                         train_seconds=art.get('train_seconds', float('nan'))))
     return rows
 
 

@@ -104,17 +104,24 @@ def unmeasured(pair: str, seed: int) -> dict:
                                                  "row is the default reading the claims read")}
 
 
+def pair_artifacts(pair: str, seed: int) -> tuple[dict, set]:
+    """({model: its artifact name} of the convergence table's models at E of `pair` on `seed`, the artifact names of
+    the models its notebook trains that `unmeasured` names)."""
+    models = CONVERGENCE_MODELS[pair]
+    specs = {k: v for k, v in pair_specs(pair, 'tiny', seed, models).items() if k in models}
+    table = artifact_names(specs | transformation_specs(specs, seed, models))
+    return table, set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
+
+
 def measured_artifacts(paths) -> set:
     """The artifact names ('backbone/<key>', 'transformation/<key>') of the models at E of the convergence CSVs
     `paths`, per pair on the seeds they have, and of the models their notebook trains that `unmeasured` names."""
     import pandas as pd
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     out = set()
-    for (pair, seed), _ in d[d.pair.isin(list(CONVERGENCE_NOTEBOOKS))].groupby(['pair', 'seed']):
-        models = CONVERGENCE_MODELS[pair]
-        specs = {k: v for k, v in pair_specs(pair, 'tiny', seed, models).items() if k in models}
-        out |= set(artifact_names(specs | transformation_specs(specs, seed, models)).values())
-        out |= set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
+    for pair, seed in d.loc[d.pair.isin(list(CONVERGENCE_NOTEBOOKS)), ['pair', 'seed']].drop_duplicates().values:
+        table, named = pair_artifacts(pair, int(seed))
+        out |= set(table.values()) | named
     return out
 
 

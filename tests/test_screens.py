@@ -135,8 +135,7 @@ def test_convergence_table_measures_the_notebooks_models():
     spec, the same cache key), on every seed it has of each pair (seed 0 at least); and every model those runs used
     is in the table or named in `unmeasured` with the reason."""
     import json
-    from standin_regime import (CONVERGENCE_MODELS, CONVERGENCE_NOTEBOOKS, artifact_names, pair_specs,
-                                transformation_specs, unmeasured)
+    from standin_regime import CONVERGENCE_MODELS, CONVERGENCE_NOTEBOOKS, pair_artifacts
 
     d = pd.concat([pd.read_csv(p) for p in CONVERGENCE], ignore_index=True)
     for pair, nb in CONVERGENCE_NOTEBOOKS.items():
@@ -147,12 +146,10 @@ def test_convergence_table_measures_the_notebooks_models():
             got = d[(d.pair == pair) & (d.seed == seed)]
             names = {g[:-len('(old)')] if g.endswith('(old)') else q for q, g in got.model.str.split('/')}
             assert set(models) <= names, f"{pair} seed {seed}: no rows for {sorted(set(models) - names)}"
-            specs = {k: v for k, v in pair_specs(pair, 'tiny', seed, models).items() if k in models}
-            table = artifact_names(specs | transformation_specs(specs, seed, models))
+            table, named = pair_artifacts(pair, seed)
             used = {k for k in json.loads((ROOT / 'results' / 'tiny' / 'runs' / f'{nb}.seed{seed}.json').read_text())['artifacts']
                     if k.split('/')[0] in ('backbone', 'transformation')}
             assert set(table.values()) <= used, f"{nb} seed {seed} used no {[k for k, v in table.items() if v not in used]}"
-            named = set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
             assert used - set(table.values()) <= named, f"{nb} seed {seed}: models neither in the table nor named"
 
 
