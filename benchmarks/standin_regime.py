@@ -250,9 +250,14 @@ def main(argv=None):
     p.add_argument('--warmup-epochs', type=float, default=None, help="linear warm-up, every pair's (IMDB-Face's stand-in recipe has none)")
     p.add_argument('--augment', action='store_true', help="train with the stand-in's augmentation")
     p.add_argument('--label-smoothing', type=float, default=None)
-    p.add_argument('--nesterov', action='store_true',
-                   help="Nesterov momentum (screening only: the library's SGD has none, so this process patches its "
-                        "optimiser factory; the candidate's own cache keeps these models apart)")
+    # levers that are no BackboneSpec field (benchmarks/speedrun_levers.py patches the trainer in this process; the
+    # candidate's own cache keeps these models apart)
+    p.add_argument('--nesterov', action='store_true', help="SGD with Nesterov momentum")
+    p.add_argument('--ema', type=float, default=None, metavar='DECAY',
+                   help="the model is the EMA of its weights and BatchNorm statistics (decay per step)")
+    p.add_argument('--lookahead', type=int, default=None, metavar='K', help="Lookahead every K steps (alpha 0.5)")
+    p.add_argument('--whitened-stem', action='store_true',
+                   help="the first convolution set to the whitening of the training images' patches, and frozen")
     p.add_argument('--pairs', nargs='+', default=list(PREMISE_PAIRS), choices=list(PAIRS))
     p.add_argument('--models', nargs='+', default=['old', 'new', *COMPATIBLE],
                    help="old, new, a compatible model of the notebooks' `BASELINES` (BCT, RACT, new-l2, ...) or a "
@@ -288,14 +293,14 @@ def main(argv=None):
                                   epochs=a.epochs, warmup_epochs=a.warmup_epochs, label_smoothing=a.label_smoothing).items()
             if v is not None}
     if a.augment: over['augment'] = True
+    import speedrun_levers
+    if sum([a.nesterov, a.ema is not None, a.lookahead is not None, a.whitened_stem]) > 1:
+        p.error("--nesterov, --ema, --lookahead and --whitened-stem each patch the trainer: screen one at a time")
     over_flags = {}   # levers that are no BackboneSpec field: written into the recipe column only
-    if a.nesterov:
-        from compatrepro import train
-        library_optimizer = train._make_optimizer
-        train._make_optimizer = lambda spec, params: (
-            torch.optim.SGD(params, lr=spec.base_lr, momentum=spec.momentum, weight_decay=spec.weight_decay, nesterov=True)
-            if spec.optimizer == 'sgd' else library_optimizer(spec, params))
-        over_flags['nesterov'] = True
+    if a.nesterov: speedrun_levers.nesterov(); over_flags['nesterov'] = True
+    if a.ema is not None: speedrun_levers.ema(a.ema); over_flags['ema'] = a.ema
+    if a.lookahead is not None: speedrun_levers.lookahead(a.lookahead); over_flags['lookahead'] = a.lookahead
+    if a.whitened_stem: speedrun_levers.whitened_stem(); over_flags['whitened_stem'] = True
     cand = a.candidate or out.stem
     meta = dict(candidate=cand, recipe=json.dumps(over | over_flags), knobs=json.dumps(knobs))
     rows = []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENS = sorted((ROOT / 'benchmarks' / 'recipe_screen').glob('*.csv'))
@@ -65,6 +66,64 @@ def test_standin_regime_screen_runs(tmp_path):
     d = screen_rows_ok(run_script('standin_regime', tmp_path, *args))
     assert d.recipe.str.contains('"nesterov": true').all() and d.recipe.str.contains('"label_smoothing": 0.2').all()
     convergence_rows_ok(d)
+
+
+@pytest.mark.parametrize('lever', [['--ema', '0.9'], ['--lookahead', '2'], ['--whitened-stem']])
+def test_speedrun_levers_run_in_the_screen(tmp_path, lever):
+    args = ['--smoke', '--pairs', 'imagenet', '--models', 'old', 'new', '--double', '--epochs', '1', '--warmup-epochs', '0',
+            *lever]
+    d = screen_rows_ok(run_script('standin_regime', tmp_path, *args))
+    assert d.recipe.str.contains(f'"{lever[0][2:].replace("-", "_")}": ').all()
+
+
+@pytest.fixture
+def levers(monkeypatch):
+    "benchmarks/speedrun_levers.py, with the trainer it patches restored after the test"
+    from compatrepro import train
+    import speedrun_levers
+    for name in ('_make_optimizer', 'initial_model'):
+        monkeypatch.setattr(train, name, getattr(train, name))
+    return speedrun_levers, train
+
+
+def _plain_sgd():
+    from types import SimpleNamespace
+    return SimpleNamespace(optimizer='sgd', base_lr=1., momentum=0., weight_decay=0.)
+
+
+def test_lookahead_by_hand(levers):
+    L, train = levers
+    p = torch.nn.Parameter(torch.zeros(1))
+    L.lookahead(k=2, alpha=0.5)
+    opt = train._make_optimizer(_plain_sgd(), [p])
+    # the gradient is 1: fast 0 -> -1 -> -2, then slow 0 + 0.5*(-2 - 0) = -1 and fast restarts there; -2 -> -3, slow
+    # -1 + 0.5*(-3 - -1) = -2
+    for expected in (-1., -1., -2., -2.):
+        p.grad = torch.ones(1); opt.step()
+        assert p.item() == expected
+
+
+def test_ema_by_hand(levers):
+    L, train = levers
+    model = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad(): model.weight.fill_(0.)
+    L.ema(0.5)
+    L._made[:] = [model]   # as initial_model() leaves it for the optimiser made next
+    opt = train._make_optimizer(_plain_sgd(), list(model.parameters()))
+    for _ in range(2):   # weights 0 -> -1 -> -2; their average 0 -> -0.5 -> -1.25
+        model.weight.grad = torch.ones(1, 1); opt.step()
+    assert model.weight.item() == -2.
+    model.eval()
+    assert model.weight.item() == -1.25
+
+
+def test_whitening_filters_decorrelate_patches(levers):
+    L, _ = levers
+    x = torch.randn(32, 3, 8, 8, generator=torch.Generator().manual_seed(0)) * torch.tensor([1., 2., 3.]).view(1, 3, 1, 1)
+    w = L.whitening_filters(x, 3, 8, eps=0.)
+    assert w.shape == (8, 3, 3, 3) and torch.equal(w[4:], -w[:4])
+    y = torch.nn.functional.conv2d(x, w[:4]).permute(0, 2, 3, 1).reshape(-1, 4)
+    assert torch.allclose(torch.cov(y.T, correction=0), torch.eye(4), atol=1e-3)
 
 
 def test_simclr_screen_runs(tmp_path):
