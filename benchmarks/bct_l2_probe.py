@@ -3,15 +3,16 @@
 `30_bct_ijbc` finds the l2 baseline (`new-l2 (MSE)`) closer to (old, old) than new-β on IJB-C's unseen subjects, the
 reverse of BCT's Table 1. The loss conformance found the package's l2 term to differ from openBCT's and
 OpenCompatible's in two ways (`docs/conformance.md`): both codes take the MSE of L2-normalised features, where the
-package takes eq. 3 on the features as the models give them (the face stand-in's are not of unit length: its CosFace
-head normalises inside the head), and openBCT applies it to every sample of the batch, where the package applies it to
-the samples of the old model's classes (eq. 3 on T_old, `07_train`'s table). This probe trains `new-l2 (MSE)` of 30's
-specs under each of the four readings, one change at a time:
+package took eq. 3 on the features as the models give them (the face stand-in's are not of unit length: its CosFace
+head normalises inside the head), and openBCT applies it to every sample of the batch, where the package applied it to
+the samples of the old model's classes. This probe trains `new-l2 (MSE)` of 30's specs under each of the four
+readings, one change at a time:
 
-- 'raw, old classes': the package's reading (30's own model, from the cache);
+- 'raw, old classes': the package's reading before l2's version 2 (the committed CSV: 30's own model, from the cache);
 - 'unit, old classes': the features L2-normalised before the MSE;
 - 'raw, every sample': the term on every sample of the batch;
-- 'unit, every sample': both, openBCT's `--l2 --use-feat` (and OpenCompatible's `l2`).
+- 'unit, every sample': both, openBCT's `--l2 --use-feat` (and OpenCompatible's `l2`): the package's reading since
+  l2's version 2, the fix this probe found.
 
 and measures, as `bct_face_probe.py` does, (old, old), (new*, new*), (new-β, old) and each (l2 reading, old) at 30's
 points (TAR@FAR=1e-4, TPIR@FPIR=1e-2, rank-1 of IJB-C's 1:N search), eq. 2 (model, old) minus (old, old), and the
@@ -19,7 +20,7 @@ rank-1 of leave-one-out retrieval on the old model's identities (seen) and on IJ
 
     python benchmarks/bct_l2_probe.py --seeds 0 1 2 --out benchmarks/bct_l2_probe.csv
 
-The readings other than the package's are a subprocess's only (`l2_reading_term` in place of
+The readings other than the package's (today's) are a subprocess's only (`l2_reading_term` in place of
 `compatrepro.train.CompatTerm`), and a
 reading's model has the same spec as the package's: each reading trains in a cache of its own (`--cache-root`, one
 folder per reading), into which 30's old and new models are copied from $COMPATREPRO_CACHE when it has them.
@@ -36,12 +37,15 @@ from probe_args import apply_probe_arguments, probe_arguments
 L2 = 'new-l2 (MSE)'
 READINGS = {'raw, old classes': (False, False), 'unit, old classes': (True, False),
             'raw, every sample': (False, True), 'unit, every sample': (True, True)}
-PACKAGE = 'raw, old classes'
+PACKAGE = 'unit, every sample'      # the package's reading since l2's version 2 (`07_train`)
+MEASURES_ALL = 'raw, old classes'   # the reading whose run also measures old, new* and new-β (the same models under
+                                    # every reading)
 
 
 def l2_reading_term(unit: bool, every_sample: bool):
     """`compatrepro.train.CompatTerm` with its l2 term read as (`unit` features, `every_sample` of the batch); the
-    package's reading is (False, False). `tests/test_loss_conformance.py` checks (True, True) against openBCT's."""
+    package's reading is (True, True) since l2's version 2, (False, False) before. `tests/test_loss_conformance.py`
+    checks (True, True) against openBCT's."""
     import torch.nn.functional as F
     from compatrepro import losses as L, train
 
@@ -113,7 +117,7 @@ def summary(path: str) -> str:
     out = ['| pair | l2 reading | seeds | ' + ' | '.join(cols) + ' | eq. 2 holds (' + ', '.join(POINTS) + ') |',
            '|' + '---|' * (len(cols) + 4)]
     for (pair, reading), r in d.groupby(['pair', 'reading'], sort=False):
-        if pair != f'{L2} / old' and reading != PACKAGE: continue   # the same models under every reading
+        if pair != f'{L2} / old' and reading != MEASURES_ALL: continue   # the same models under every reading
         compat = pair.endswith(' / old') and pair != 'old / old'
         holds = ', '.join(f"{int((r[f'eq. 2 ({p})'] >= 0).sum())}/{len(r)}" for p in POINTS) if compat else ''
         out.append(f"| {pair} | {reading if pair == f'{L2} / old' else ''} | {','.join(map(str, sorted(r.seed)))} | "
@@ -136,7 +140,7 @@ def main(argv=None):
         rows = []
         for s in a.seeds:
             specs, data = seed_models(s, a.scale)
-            names = ['old', 'new', 'new-β', L2] if a.reading == PACKAGE else ['old', L2]
+            names = ['old', 'new', 'new-β', L2] if a.reading == MEASURES_ALL else ['old', L2]
             rows += measure(s, a.reading, specs, data, names)
             pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
         return

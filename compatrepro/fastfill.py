@@ -49,12 +49,13 @@ def transform_features(features: dict, specs: dict, params: ExperimentParams, wh
 
 # %% ../nbs/15_fastfill.ipynb #0f59859c
 def alignment_losses(h_old: torch.Tensor, phi_new: torch.Tensor, new_head, labels: torch.Tensor,
-                     eps: float|None = None) -> dict:
+                     eps: float|None = None, l2_dims: str = 'mean') -> dict:
     r"""Per-image $\mathcal{L}_{l_2}$, $\mathcal{L}_{disc}$ ($\kappa_{new}$ on $h$, label smoothing `eps`, default
-    0.1 for a linear head, 0 for a margin head) and their sum."""
+    0.1 for a linear head, 0 for a margin head) and their sum; `l2_dims`: the transformations' `l2_dims` (the recipe's
+    mean over the dimensions by default)."""
     eps = (0.1 if new_head.kind == 'linear' else 0.) if eps is None else eps
     with torch.no_grad():
-        l2 = L.fct_l2_loss(h_old, phi_new, reduction='none')
+        l2 = L.fct_l2_loss(h_old, phi_new, reduction='none', dims=l2_dims)
         disc = L.label_smoothing_ce(new_head(h_old, labels), new_head.targets(labels), eps=eps, reduction='none')
     return {'L_l2': l2, 'L_disc': disc, 'L_l2+disc': l2 + disc}
 

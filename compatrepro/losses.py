@@ -12,12 +12,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'HEADS', 'DISTS', 'linear_logits', 'cosine_logits', 'normalized_softmax_logits', 'cosface_logits',
-           'arcface_logits', 'label_smoothing_ce', 'bct_influence_loss', 'synthesized_classifier', 'bct_kd_loss',
-           'bct_kd_influence_loss', 'l2_regression_loss', 'lwf_loss', 'focal_distillation_loss', 'comp_loss',
-           'ra_comp_loss', 'ra_comp_split_loss', 'comp_triplet_loss', 'ra_comp_triplet_loss', 'fct_l2_loss',
-           'l2_disc_loss', 'fastfill_lambda', 'fastfill_uncertainty_loss', 'pairwise_dist', 'rqt_loss', 'cl_loss',
-           'cl_m_loss', 'mcl_loss', 'nt_xent_loss']
+__all__ = ['REDUCTIONS', 'HEADS', 'L2_DIMS', 'DISTS', 'linear_logits', 'cosine_logits', 'normalized_softmax_logits',
+           'cosface_logits', 'arcface_logits', 'label_smoothing_ce', 'bct_influence_loss', 'synthesized_classifier',
+           'bct_kd_loss', 'bct_kd_influence_loss', 'l2_regression_loss', 'lwf_loss', 'focal_distillation_loss',
+           'comp_loss', 'ra_comp_loss', 'ra_comp_split_loss', 'comp_triplet_loss', 'ra_comp_triplet_loss',
+           'fct_l2_loss', 'l2_disc_loss', 'fastfill_lambda', 'fastfill_uncertainty_loss', 'pairwise_dist', 'rqt_loss',
+           'cl_loss', 'cl_m_loss', 'mcl_loss', 'nt_xent_loss']
 
 # %% ../nbs/04_losses.ipynb #4732c011
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -333,21 +333,27 @@ def ra_comp_triplet_loss(phi_new: Tensor, phi_old: Tensor, y: Tensor, m: float =
     return _reduce(_triplet_mean(F.relu(s_no - pos + m) + F.relu(s_nn - pos + m), ~same), reduction, fn)
 
 # %% ../nbs/04_losses.ipynb #3e5f8b7d
-def fct_l2_loss(h_old: Tensor, phi_new: Tensor, reduction: str = 'mean') -> Tensor:
-    """FCT / FastFill $\\mathcal{L}_{l_2}(x) = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|_2^2$, with
-    $\\phi_{new}$ fixed."""
+L2_DIMS = ('sum', 'mean')   # L_l2 over the d dimensions: FastFill's eq. 4 as written, ml-fct's nn.MSELoss
+
+def fct_l2_loss(h_old: Tensor, phi_new: Tensor, reduction: str = 'mean', dims: str = 'sum') -> Tensor:
+    """FCT / FastFill $\\mathcal{L}_{l_2}(x) = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|_2^2$ (`dims='sum'`), or
+    it over $d$ (`dims='mean'`, ml-fct's `nn.MSELoss`), with $\\phi_{new}$ fixed."""
     fn = 'fct_l2_loss'
     _feats(fn, h_old=h_old, phi_new=phi_new); _same_shape(fn, h_old, 'h_old', phi_new, 'phi_new')
-    return _reduce((phi_new.detach() - h_old).pow(2).sum(1), reduction, fn)
+    if dims not in L2_DIMS:
+        raise ValueError(f"{fn}: dims={dims!r}: use 'sum' (eq. 4 as written) or 'mean' (ml-fct's nn.MSELoss)")
+    sq = (phi_new.detach() - h_old).pow(2)
+    return _reduce(sq.sum(1) if dims == 'sum' else sq.mean(1), reduction, fn)
 
 def l2_disc_loss(h_old: Tensor, phi_new: Tensor, disc_logits: Tensor, y: Tensor, eps: float = 0.1,
-                 reduction: str = 'mean') -> Tensor:
+                 reduction: str = 'mean', dims: str = 'sum') -> Tensor:
     """FastFill eq. (3)
     $\\mathcal{L}_{l_2+disc} = \\|\\phi_{new}(x) - h_\\theta(\\phi_{old}(x))\\|^2 + \\mathcal{L}_{disc}$, with
-    `disc_logits` $=\\kappa_{new}(h_\\theta(\\phi_{old}(x)))$ and label smoothing `eps` (0 with ArcFace logits)."""
+    `disc_logits` $=\\kappa_{new}(h_\\theta(\\phi_{old}(x)))$ and label smoothing `eps` (0 with ArcFace logits);
+    `dims`: as `fct_l2_loss`."""
     fn = 'l2_disc_loss'
     n = _feats(fn, h_old=h_old, phi_new=phi_new, disc_logits=disc_logits)
-    l2 = fct_l2_loss(h_old, phi_new, reduction='none')
+    l2 = fct_l2_loss(h_old, phi_new, reduction='none', dims=dims)
     disc = label_smoothing_ce(disc_logits, y, eps=eps, reduction='none')
     return _reduce(l2 + disc, reduction, fn)
 

@@ -4,9 +4,9 @@
 
 # %% ../nbs/06a_specs.ipynb #3d0083c2
 from __future__ import annotations
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from .core import STANDIN_SCALES, check_scale, content_version, register_version
+from .core import KEY_NEW_FIELD, STANDIN_SCALES, check_scale, content_version, register_version
 from .manifests import paper_image_size
 from . import losses as L
 from .models import ARCHS, EMBEDDINGS, POOLINGS
@@ -305,8 +305,9 @@ def input_size(spec: BackboneSpec) -> int|None:
     return None if spec.scale in STANDIN_SCALES else paper_image_size(_family(spec.split))
 
 # %% ../nbs/06a_specs.ipynb #47a49f6f
-COMPAT_VERSIONS = {'bct-syn': 2, 'bct-kd': 2, 'lwf-bct': 2}   # bump one method's version when only that term changes:
-                                                              # the others stay cached
+# bump one method's version when only that term changes: the others stay cached (l2 2: unit features, every sample,
+# as openBCT and OpenCompatible run it)
+COMPAT_VERSIONS = {'bct-syn': 2, 'bct-kd': 2, 'lwf-bct': 2, 'l2': 2}
 
 def _compat_version(spec: BackboneSpec) -> int|dict|None:
     """The COMPAT_VERSIONS entry of the spec's compat method, None when it has none; with several terms {method:
@@ -375,6 +376,8 @@ class TransformationSpec:
                                          # (`utils/schedulers.py` of apple/ml-fct) does, or every 'iteration'
     views: int = 0                       # stand-in: train on this many cached augmented views of each image (epoch e
                                          # reads view e % views); 0: the un-augmented features
+    l2_dims: str = field(default='sum', metadata=KEY_NEW_FIELD)   # L_l2 over the d dimensions: 'sum' (FastFill's
+                                         # eq. 4 as written) or 'mean' (ml-fct's nn.MSELoss: `transformation_spec`'s)
 
     def __post_init__(self):
         for k in ('old', 'new', 'side_info'):
@@ -388,6 +391,8 @@ class TransformationSpec:
             raise ValueError("epochs must be >= 1 and batch_size >= 2 (BatchNorm)")
         if self.lr_steps_per not in ('iteration', 'epoch'):
             raise ValueError(f"lr_steps_per={self.lr_steps_per!r}: use 'iteration' or 'epoch'")
+        if self.l2_dims not in L.L2_DIMS:
+            raise ValueError(f"l2_dims={self.l2_dims!r}: use 'sum' (eq. 4 as written) or 'mean' (ml-fct's nn.MSELoss)")
         if self.views < 0:
             raise ValueError(f"views={self.views}: use 0 (un-augmented features) or a number of augmented views")
         if self.views and self.new.scale not in STANDIN_SCALES:
@@ -414,6 +419,8 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
             kw.update(views=r['views_rm'])
         else:
             kw.update(warmup_epochs=e/16, freeze_bn_epoch=e/2)
+    if 'l2' in objective:   # L_l2 as ml-fct trains FCT, whose loss FastFill says it is (`04_losses`)
+        kw.update(l2_dims='mean')
     kw.update(overrides)
     if 'warmup_epochs' not in overrides:   # as `backbone_spec`: a run cut short warms up for at most its own length
         kw['warmup_epochs'] = min(kw.get('warmup_epochs', TransformationSpec.warmup_epochs),
@@ -421,9 +428,11 @@ def transformation_spec(old: BackboneSpec, new: BackboneSpec, objective: str = '
     return TransformationSpec(**kw)
 
 def transformation_key(spec: TransformationSpec) -> dict:
-    """The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION and its backbones'
-    compat versions."""
+    """The cache key of a transformation: its spec (with the backbones' specs), CODE_VERSION, its backbones'
+    compat versions and its objective's version."""
     key = {'spec': spec, 'code_version': CODE_VERSION}
+    if (v := OBJECTIVE_VERSIONS.get(spec.objective)) is not None:
+        key['objective_version'] = v   # only then, as the compat versions below
     backbones = {k: getattr(spec, k) for k in ('old', 'new', 'side_info') if getattr(spec, k) is not None}
     versions = {k: v for k, b in backbones.items() if (v := _compat_version(b)) is not None}
     if versions:
@@ -435,9 +444,10 @@ def transformation_key(spec: TransformationSpec) -> dict:
 
 # what `compatrepro status` compares (`00_core`): the trainer's code, each method's version, each scale's recipe
 OBJECTIVE_VERSIONS = {}   # bump an objective's version when only its loss changes (it is then part of its key too)
-PAPER_RECIPE_VERSION = 3  # bump when a paper-scale default of `backbone_spec` or `transformation_spec` changes
+PAPER_RECIPE_VERSION = 4  # bump when a paper-scale default of `backbone_spec` or `transformation_spec` changes
                           # 2: the transformation trains on one augmented view per step through both models
                           # 3: RM's contrastive losses at RM_TAU
+                          # 4: FCT's and FastFill's L_l2 as ml-fct's mean over the dimensions
 register_version('trainer', CODE_VERSION)
 for _m in COMPAT_METHODS:
     register_version(f'compat:{_m}', COMPAT_VERSIONS.get(_m, 1))

@@ -136,7 +136,8 @@ class CompatTerm:
         if m == 'bct-kd':
             r = torch.where(known, rows, torch.full_like(rows, self.W.shape[0]))
             return L.bct_kd_influence_loss(phi_new, phi_old, self.W, r, self.b, **self.kw)
-        if m == 'l2': return masked(L.l2_regression_loss, known, phi_new, phi_old)
+        if m == 'l2':   # as openBCT (--l2 --use-feat) and OpenCompatible run it: unit features, every sample
+            return L.l2_regression_loss(F.normalize(phi_new, dim=1), F.normalize(phi_old, dim=1))
         if m in ('lwf-bct', 'lwf-ract'):   # as openBCT / OpenCompatible run LwF: the frozen old classifier scores
                                            # phi_new, every sample
             return L.lwf_loss(self.old.head(phi_new), self.old.head(phi_old), T=self.T)
@@ -464,7 +465,7 @@ def transformation_loss(spec: TransformationSpec, net: nn.Module, phi_old: torch
     h, log_sigma2 = out if isinstance(out, tuple) else (out, None)
     parts = []
     if 'l2' in o:
-        parts.append(L.fct_l2_loss(h, phi_new, reduction='none'))
+        parts.append(L.fct_l2_loss(h, phi_new, reduction='none', dims=spec.l2_dims))
     if 'disc' in o:
         if new_head is None: raise ValueError(f"objective {o!r} needs the new model's classifier head (kappa_new)")
         eps = spec.label_smoothing if spec.label_smoothing is not None else (0.1 if new_head.kind == 'linear' else 0.)

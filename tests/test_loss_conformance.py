@@ -14,6 +14,7 @@ import json
 import math
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
@@ -53,6 +54,19 @@ def mse_of_unit(f, old):
     "nn.MSELoss of the L2-normalised features, as 2/d times eq. 3 of unit ones (both authors' l2 baselines)."
     d = f.shape[1]
     return 2 / d * L.l2_regression_loss(F.normalize(f, dim=1), F.normalize(old, dim=1))
+
+
+def package_l2(feat_old, labels):
+    """The package's l2 term (`CompatTerm`) at new-l2 (MSE)'s weight 2/d, with an old model whose features are its
+    inputs (in float64, as the fixtures); the term computes in float32, so it agrees to float32's precision."""
+    from compatrepro.specs import CompatSpec
+    from compatrepro.train import CompatTerm, _IdentityBackbone
+
+    d, classes = feat_old.shape[1], torch.arange(int(labels.max()) + 1)
+    term = CompatTerm(CompatSpec('l2', backbone_spec('imdbface-50', 'smoke')), _IdentityBackbone(d, classes).double(),
+                      classes)
+    term.old_features = lambda x: x.double()
+    return lambda f: 2 / d * term(feat_old, labels, f)
 
 
 def case(doc: dict, name: str) -> dict:
@@ -103,7 +117,6 @@ RACT_DIFFER = {
     'contra_ract_tau0.05_gather_all': lambda f: L.ra_comp_loss(f, R_T('feat_old'), R_Y, tau=0.05),
     'triplet_top3': lambda f: L.comp_triplet_loss(f, R_T('feat_old'), R_Y, m=0.8),
     'triplet_ract_top3': lambda f: L.ra_comp_triplet_loss(f, R_T('feat_old'), R_Y, m=0.8),
-    'l2': lambda f: L.l2_regression_loss(f, R_T('feat_old')),
 }
 
 
@@ -127,8 +140,11 @@ def test_ra_comp_with_detached_keys_is_opencompatibles_gather_all():
 
 
 def test_ract_l2_is_mse_of_unit_features():
-    "OpenCompatible's l2 is nn.MSELoss of unit features: 2/d times eq. 3's half squared distance of unit features."
-    assert_agrees(value_and_grad(lambda f: mse_of_unit(f, R_T('feat_old')), R['feat_new']), case(RACT, 'l2')['authors'])
+    """OpenCompatible's l2 is nn.MSELoss of unit features: 2/d times eq. 3's half squared distance of unit features,
+    which is the package's l2 term at that weight."""
+    c = case(RACT, 'l2')['authors']
+    assert_agrees(value_and_grad(lambda f: mse_of_unit(f, R_T('feat_old')), R['feat_new']), c)
+    assert_agrees(value_and_grad(package_l2(R_T('feat_old'), R_Y), R['feat_new']), c, tol=1e-7)
 
 
 # ---------------------------------------------------------------- BCT: YantaoShen/openBCT
@@ -179,21 +195,22 @@ def test_bct_lwf_agrees_with_openbct():
     np.testing.assert_allclose(g, c['grad_feat_new'], rtol=0, atol=TOL)
 
 
-def test_bct_l2_is_mse_of_unit_features_and_differs_from_eq3():
-    "openBCT's l2 (--l2 --use-feat) is nn.MSELoss of unit features; the package's l2 term is eq. 3 on raw ones."
+def test_bct_l2_is_mse_of_unit_features():
+    """openBCT's l2 (--l2 --use-feat) is nn.MSELoss of unit features over every sample, and so is the package's l2 term
+    at new-l2 (MSE)'s weight 2/d; eq. 3 on raw features, the package's reading before, is not."""
     c = case(BCT, 'l2_same_dims')
     d = B['feat_new'].shape[1]
-    unit_mse = value_and_grad(lambda f: mse_of_unit(f, B_T('feat_old')), B['feat_new'])
-    assert_agrees(unit_mse, c['authors'], value_key='l2')
-    assert_still_differs(
-        value_and_grad(lambda f: 2 / d * L.l2_regression_loss(f, B_T('feat_old')), B['feat_new']), c, value_key='l2'
-    )
+    assert_agrees(value_and_grad(lambda f: mse_of_unit(f, B_T('feat_old')), B['feat_new']), c['authors'], value_key='l2')
+    assert_agrees(value_and_grad(package_l2(B_T('feat_old'), B_Y), B['feat_new']), c['authors'], value_key='l2',
+                  tol=1e-7)
+    raw = value_and_grad(lambda f: 2 / d * L.l2_regression_loss(f, B_T('feat_old')), B['feat_new'])[0]
+    assert not math.isclose(raw, c['authors']['l2'], abs_tol=1e-6)
 
 
 def test_bct_l2_probe_reading_is_openbcts():
     """The l2 reading that `benchmarks/bct_l2_probe.py` trains as openBCT's ('unit, every sample') gives openBCT's l2
     value and gradient, through a `CompatTerm` (the old model's features are its inputs) at new-l2 (MSE)'s weight 2/d;
-    its 'raw, old classes' reading gives the package's eq. 3 on the batch's old classes."""
+    its 'raw, old classes' reading gives eq. 3 on the batch's old classes, the package's reading before l2's version 2."""
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'benchmarks'))
     from bct_l2_probe import l2_reading_term
@@ -304,8 +321,9 @@ def test_fct_recipe_is_mlfcts():
     )  # configs/*_transformation.yaml, train_transformation.py
 
 
-def test_fct_loss_is_d_times_mlfcts_mse():
-    "ml-fct's criterion is nn.MSELoss (a mean over the d dimensions too); the package's is FastFill's squared norm."
+def test_fct_loss_of_the_recipe_is_mlfcts_mse():
+    """ml-fct's criterion is nn.MSELoss (a mean over the d dimensions too), and so is the recipe's (`l2_dims='mean'`);
+    FastFill's eq. 4 as written (`dims='sum'`) is d times it."""
     c = case(FCT, 'loss_first_batch')
     o, n, s = (torch.tensor(FI[k][:16]) for k in ('phi_old', 'phi_new', 'side'))
     import compatrepro.models as M
@@ -316,14 +334,16 @@ def test_fct_loss_is_d_times_mlfcts_mse():
     assert state_fingerprint(net) == FCT['initial_state_fingerprint'], (
         "the package draws other initial weights: remake the fixture"
     )
-    loss = L.fct_l2_loss(net(o, s), n)
-    assert float(loss) == pytest.approx(FI['D'] * c['authors']['loss'], rel=1e-6)
-    assert float(loss) == pytest.approx(c['package_current']['loss'], rel=1e-6)
+    h = net(o, s)
+    assert fct_spec().l2_dims == 'mean'
+    assert float(L.fct_l2_loss(h, n, dims=fct_spec().l2_dims)) == pytest.approx(c['authors']['loss'], rel=1e-6)
+    summed = float(L.fct_l2_loss(h, n, dims='sum'))
+    assert summed == pytest.approx(FI['D'] * c['authors']['loss'], rel=1e-6)
+    assert summed == pytest.approx(c['package_current']['loss'], rel=1e-6)
 
 
-def fct_epoch_state() -> dict:
+def fct_epoch_state(spec) -> dict:
     "The package's trainer loop (`_fit_transformation`) for one epoch of the fixture's three batches, in their order."
-    spec = fct_spec()
     T = lambda k, i: torch.tensor(FI[k][i : i + 16])
 
     def batches(epoch):
@@ -336,19 +356,21 @@ def fct_epoch_state() -> dict:
     return torch.load(ck, weights_only=False)
 
 
-def test_fct_epoch_equals_mlfcts_loop_with_the_squared_norm_and_differs_with_its_mse():
-    "The loop (Adam, weight decay, epoch 0's warm-up lr, BatchNorm in training mode) is ml-fct's; the criterion is not."
-    ck = fct_epoch_state()
-    sq, mse = case(FCT, 'one_epoch_squared_norm'), case(FCT, 'one_epoch_mse')
-    assert ck['history'][0]['loss'] == pytest.approx(sq['authors']['epoch_loss'], rel=1e-6)
-    gap = lambda c: max(
+def test_fct_epoch_equals_mlfcts_loop():
+    """The loop (Adam, weight decay, epoch 0's warm-up lr, BatchNorm in training mode) and, in the recipe, the criterion
+    are ml-fct's; under eq. 4's sum the package's loop is ml-fct's loop with the squared norm as criterion."""
+    mse, sq = case(FCT, 'one_epoch_mse'), case(FCT, 'one_epoch_squared_norm')
+    gap = lambda ck, c: max(
         float(np.abs(ck['model'][k].double().numpy() - np.array(v)).max())
         for k, v in c['authors']['state_after'].items()
     )
-    assert set(sq['authors']['state_after']) == set(ck['model'])
-    assert gap(sq) <= 2e-7  # float32 rounding: the same three steps
-    assert gap(mse) >= 3e-7  # ml-fct's own criterion: weight decay weighs d times more
-    assert gap(mse) == pytest.approx(mse['package_current']['max_abs_weight_difference'], rel=0.05)
+    recipe, summed = fct_epoch_state(fct_spec()), fct_epoch_state(replace(fct_spec(), l2_dims='sum'))
+    for ck, c in ((recipe, mse), (summed, sq)):
+        assert ck['history'][0]['loss'] == pytest.approx(c['authors']['epoch_loss'], rel=1e-6)
+        assert set(c['authors']['state_after']) == set(ck['model'])
+        assert gap(ck, c) <= 2e-7  # float32 rounding: the same three steps
+    assert gap(summed, mse) >= 3e-7  # the two readings differ: weight decay weighs d times more under the mean
+    assert gap(summed, mse) == pytest.approx(mse['package_current']['max_abs_weight_difference'], rel=0.05)
 
 
 # ---------------------------------------------------------------- BCT: one training step of openBCT's train()

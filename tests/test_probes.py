@@ -61,7 +61,7 @@ def l2_rows_ok(t: pd.DataFrame, seeds):
     L2 = f'{bct_l2_probe.L2} / old'
     assert set(t['reading']) == set(bct_l2_probe.READINGS)
     for reading, g in t.groupby('reading'):
-        pairs = {'old / old', 'new* / new*', 'new-β / old', L2} if reading == bct_l2_probe.PACKAGE else {'old / old', L2}
+        pairs = {'old / old', 'new* / new*', 'new-β / old', L2} if reading == bct_l2_probe.MEASURES_ALL else {'old / old', L2}
         assert set(g['pair']) == pairs and len(g) == len(seeds) * len(pairs), reading
     same = t[t['pair'] == 'old / old'].groupby('seed')[list(bct_l2_probe.POINTS)].nunique()
     assert (same == 1).all().all(), "(old, old) differs between the readings: their old model is not the same"
