@@ -50,9 +50,11 @@ def test_committed_verdicts_are_the_expected_ones(paper):
     if not claims:      # every notebook of the paper has its re-runs pending: judged once they land
         assert _claims_and_records(RESULTS, paper, skip_pending=False)[0], f'no claims of {paper} are saved under {RESULTS}/claims'
         return
+    judged = {c['notebook'] for c in claims}   # a notebook whose re-runs are pending is judged once they land
     rows = _rows_of(paper)
-    rows = rows[rows.notebook.isin({c['notebook'] for c in claims})]
-    bad = claims_problems(claims_table(claims, recs, declared=rows, differing=DIFFERING))
+    rows = rows[rows.notebook.isin(judged)]
+    differing = differing_verdicts(DIFFERING)
+    bad = claims_problems(claims_table(claims, recs, declared=rows, differing=differing[differing.notebook.isin(judged)]))
     assert not bad, ('claims that do not reach their expected verdict without a measured reason, reasons for a verdict '
                      'that moved or for a disagreement that is gone, findings whose margin does not move between seeds, or '
                      f'claims without their numbers (an expected verdict other than the paper\'s is written in '

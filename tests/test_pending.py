@@ -51,9 +51,9 @@ def test_a_training_change_lands_with_exactly_its_runs_in_the_ledger(tmp_path):
     assert reach and len(reach) < len(runs), 'fct_l2_loss should be reached by some runs (FastFill and RM train with it), not all'
 
     losses, specs = root/'compatrepro'/'losses.py', root/'compatrepro'/'specs.py'
-    s = losses.read_text(); old = "return _reduce((phi_new.detach() - h_old).pow(2).sum(1), reduction, fn)"
+    s = losses.read_text(); old = "return _reduce(sq.sum(1) if dims == 'sum' else sq.mean(1), reduction, fn)"
     assert s.count(old) == 1
-    losses.write_text(s.replace(old, "return _reduce((phi_new.detach() - h_old).pow(2).sum(1) * 2, reduction, fn)"))
+    losses.write_text(s.replace(old, "return _reduce((sq.sum(1) if dims == 'sum' else sq.mean(1)) * 2, reduction, fn)"))
     t = specs.read_text(); old_v = "OBJECTIVE_VERSIONS = {}"                           # the bump the fingerprints ask for
     assert t.count(old_v) == 1
     specs.write_text(t.replace(old_v, "OBJECTIVE_VERSIONS = {o: 2 for o in ('l2', 'l2+disc', 'l2+uncert', 'l2+disc+uncert')}"))
