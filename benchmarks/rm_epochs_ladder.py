@@ -1,6 +1,7 @@
 """How many epochs does RM's transformation need on the stand-in? The doubling test at every rung of a ladder.
 
-The stand-in trains RM's psi/rho for the paper's 200 epochs (`STANDIN_TRANSFORMATION_RECIPES['tiny']['epochs_rm']`),
+The stand-in trained RM's psi/rho for 200 epochs on every dataset (`STANDIN_TRANSFORMATION_RECIPES['tiny']['epochs_rm']`;
+since this ladder, some datasets have their own, `RMData.standin_epochs`),
 and that is most of a seed's cost (53's 512-d psi/rho alone is about two hours of one thread). The notebooks' own
 doubling test (`rm_convergence`: the merge's AUC after the recipe's epochs and after twice as many) shows that
 doubling 200 does not help on any dataset and costs up to 4 AUC points on Market. This script runs that same test,
@@ -42,8 +43,8 @@ def ladder(dataset: str, seed: int, rungs, scale: str, tol: float):
     for n in rungs:
         saved = recipe['epochs_rm']
         recipe['epochs_rm'] = n   # this process only; the specs (and cache keys) say the epochs
-        try:
-            r = rm_convergence(Rows(), 'ladder', up, data, params, tol=tol)
+        try:   # the dataset's own stand-in epochs (`RMData.standin_epochs`) set to the rung too
+            r = rm_convergence(Rows(), 'ladder', up, data._replace(standin_epochs=n), params, tol=tol)
         finally:
             recipe['epochs_rm'] = saved
         cpu, c0 = time.process_time() - c0, time.process_time()

@@ -35,13 +35,17 @@ class RMData(NamedTuple):
     blocks: int                  # App. B.2: blocks of psi and rho
     map_metric: str = 'mAP'      # GLDv2: 'mAP@100'
     relevance: str|None = None   # 'market': Market-1501's same-camera junk rule
+    standin_epochs: int|None = None   # the tiny stand-in's epochs of psi and rho, from their doubling ladder
+                                      # (benchmarks/rm_epochs_ladder.py); None: `06a_specs`' epochs_rm
 
 RM_DATASETS = {
-    'ImageNet-1K': RMData('imagenet-500', 'imagenet-1k', ('eval',), {'embedding': 'mlfct'}, 'resnet50', 5),
+    'ImageNet-1K': RMData('imagenet-500', 'imagenet-1k', ('eval',), {'embedding': 'mlfct'}, 'resnet50', 5,
+                          standin_epochs=100),
     'CIFAR-100': RMData('cifar-50', 'cifar-100', ('eval',), {}, 'resnet18', 2),
-    'Places-365': RMData('places-182', 'places-365', ('eval',), {'embedding': 'mlfct'}, 'resnet18', 5),
+    'Places-365': RMData('places-182', 'places-365', ('eval',), {'embedding': 'mlfct'}, 'resnet18', 5,
+                         standin_epochs=25),
     'Market-1501': RMData('market-1501-375', 'market-1501', ('query', 'gallery'), {}, 'resnet18', 2,
-                          relevance='market'),
+                          relevance='market', standin_epochs=25),
     'CIFAR-100 open-class': RMData('cifar-100-open-class-old', 'cifar-100-open-class-new', ('eval',), {},
                                    'resnet18', 2),
     'GLDv2-test open-class': RMData('gldv2-open-class-old', 'gldv2-open-class-new', ('query', 'gallery'), {},
@@ -99,9 +103,11 @@ def rm_transformation_spec(specs: dict, objective: str, data: RMData, params: Ex
                            **overrides):
     r"""The `TransformationSpec` of RM's $\psi$ (and $\rho$ unless `rho=False`) trained with `objective` ('rqt' eq. 9,
     'cl' eq. 10, 'cl-m' eq. 14, 'mcl' eq. 11) between `specs`' old and new models: `06a_specs`' recipe, `data.blocks`
-    blocks each, the notebook's `epochs`/`batch_size` where given, then `overrides`."""
+    blocks each, on the tiny stand-in `data.standin_epochs` where set, the notebook's `epochs`/`batch_size` where given,
+    then `overrides`."""
+    tiny = {'epochs': data.standin_epochs} if data.standin_epochs and specs['new'].scale == 'tiny' else {}
     return transformation_spec(specs['old'], specs['new'], objective, seed=params.seed, psi_blocks=data.blocks,
-                               rho_blocks=data.blocks if rho else 0, **(params.overrides | overrides))
+                               rho_blocks=data.blocks if rho else 0, **(tiny | params.overrides | overrides))
 
 def rm_transform(specs: dict, objective: str, data: RMData, E: RMEval, params: ExperimentParams, rho: bool = True,
                  **overrides) -> tuple:
