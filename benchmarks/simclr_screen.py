@@ -10,7 +10,7 @@ brightness jitter), which leaves every view of a glyph its colours: the shortcut
 This screen trains 27's SimCLR spec (seed, split, epochs, temperature: the notebook's) with each augmentation of the
 two views, one lever added at a time, SimCLR's own (Chen et al. 2020, App. A) on the 32-pixel tensors:
 
-- 'stand-in': the library's (27's own model, from the cache);
+- 'stand-in': the stand-in's own views (the library's until 2026-11-30);
 - 'crop': a random resized crop (scale 0.2-1, aspect 3/4-4/3) with the stand-in's small rotation;
 - 'crop+colour': and colour jitter (brightness, contrast, saturation 0.4, hue 0.1, p = 0.8) and grey (p = 0.2);
 - 'crop+colour+blur': and a Gaussian blur (3x3, sigma 0.1-2, p = 0.5), SimCLR's full set;
@@ -18,18 +18,20 @@ two views, one lever added at a time, SimCLR's own (Chen et al. 2020, App. A) on
   its area may lose the glyph), four times the epochs (SimCLR trains for hundreds of epochs; 27's spec has 24), both,
   and no crop at all: the stand-in's small affine with SimCLR's colour and blur ('affine+colour+blur').
 
+'affine+colour+blur (no crop), 4x the epochs' is the library's SimCLR on the stand-in since 2026-11-30
+(`compatrepro.train.standin_simclr`, twice the recipe's epochs in `simclr_spec`): 27's own model, from the cache.
+
 Each model is judged as 27 judges it: retrieval of its features on ImageNet-1k's evaluation images (query = gallery,
 top-1 and mAP) against an untrained network of the same architecture and against chance; the aim (issue: "at least
 10 times chance") is read off, not tuned for. It also records the NT-Xent loss of the first and last epochs.
 
     python benchmarks/simclr_screen.py --seeds 0 --out benchmarks/simclr_screen.csv
 
-The augmentations other than the library's are this process's only (`GlyphDataset.augment` replaced while the
-variant trains), and a variant's model has the library's spec: each variant trains in a cache of its own
+The augmentations other than the library's are this process's only (`GlyphDataset.augment` replaced, and
+`standin_simclr` made the identity, while the variant trains), and a variant's model has the library's spec: each variant trains in a cache of its own
 (`--cache-root`)."""
 
 import math, sys
-from dataclasses import replace
 
 import pandas as pd
 import torch
@@ -46,7 +48,7 @@ VARIANTS = {'stand-in': ((), 0.2, 1), 'crop': (('crop',), 0.2, 1), 'crop+colour'
             'affine+colour+blur (no crop)': (('affine', 'colour', 'blur'), 0.2, 1),
             'affine+colour+blur (no crop), 4x the epochs': (('affine', 'colour', 'blur'), 0.2, 4)}
 LIBRARY_AUGMENT = []   # the library's GlyphDataset.augment, kept when a variant replaces it
-LIBRARY = 'stand-in'
+LIBRARY = 'affine+colour+blur (no crop), 4x the epochs'   # the library's views and epochs since 2026-11-30 (27's own)
 
 
 def simclr_views(ds, levers, x: torch.Tensor, generator=None, min_area: float = 0.2) -> torch.Tensor:
@@ -69,38 +71,17 @@ def simclr_views(ds, levers, x: torch.Tensor, generator=None, min_area: float = 
                          torch.stack([w*torch.sin(ang), h*torch.cos(ang), cy], 1)], 1)
         y = F.grid_sample(y, F.affine_grid(A, list(y.shape), align_corners=False), align_corners=False,
                           padding_mode='border')
-    if 'colour' in levers:
-        on = (u(B) < 0.8)[:, None, None, None]
-        grey = lambda t: (0.299*t[:, 0] + 0.587*t[:, 1] + 0.114*t[:, 2])[:, None]
-        j = y*(1 + 0.4*(2*u(B) - 1))[:, None, None, None]                                 # brightness
-        m = grey(j).mean((2, 3), keepdim=True)
-        j = (j - m)*(1 + 0.4*(2*u(B) - 1))[:, None, None, None] + m                       # contrast
-        g = grey(j)
-        j = (j - g)*(1 + 0.4*(2*u(B) - 1))[:, None, None, None] + g                       # saturation
-        # hue: rotate the colour about the grey axis by up to 0.1 of a turn
-        t = (2*u(B) - 1)*0.1*2*math.pi
-        k = torch.ones(3, device=dev)/math.sqrt(3)
-        K = torch.tensor([[0., -k[2], k[1]], [k[2], 0., -k[0]], [-k[1], k[0], 0.]], device=dev)
-        R = (torch.eye(3, device=dev) + torch.sin(t)[:, None, None]*K
-             + (1 - torch.cos(t))[:, None, None]*(K @ K))
-        j = torch.einsum('bij,bjhw->bihw', R, j).clamp(0, 1)
-        y = torch.where(on, j, y)
-        y = torch.where((u(B) < 0.2)[:, None, None, None], grey(y).expand_as(y), y)      # grey
-    if 'blur' in levers:
-        sigma = 0.1 + 1.9*u(B)
-        r = torch.arange(-1., 2., device=dev)
-        k1 = torch.exp(-r[None]**2/(2*sigma[:, None]**2)); k1 = k1/k1.sum(1, keepdim=True)
-        k2 = (k1[:, :, None]*k1[:, None, :])                                                # [B, 3, 3]
-        H, W = y.shape[-2:]
-        z = F.conv2d(F.pad(y, (1, 1, 1, 1), mode='replicate').reshape(1, B*3, H + 2, W + 2),
-                     k2.repeat_interleave(3, 0)[:, None], groups=B*3).reshape(y.shape)
-        y = torch.where((u(B) < 0.5)[:, None, None, None], z, y)
+    from compatrepro.train import simclr_distort
+    y = simclr_distort(y, generator, colour='colour' in levers, blur='blur' in levers)
     return (y.clamp(0, 1) - ds.mean.to(dev))/ds.std.to(dev)
 
 
 def use_views(levers, min_area: float) -> None:
-    "This process's stand-in datasets make SimCLR's views with `levers` (`simclr_views`)."
-    from compatrepro import glyphs
+    """This process's stand-in datasets make SimCLR's views with `levers` (`simclr_views`; none: the stand-in's own
+    augmentation), in place of the library's (`compatrepro.train.standin_simclr`)."""
+    from compatrepro import glyphs, train
+    train.standin_simclr = lambda ds: ds
+    if not levers: return
     if not LIBRARY_AUGMENT: LIBRARY_AUGMENT.append(glyphs.GlyphDataset.augment)
     glyphs.GlyphDataset.augment = lambda self, x, generator=None: simclr_views(self, levers, x, generator, min_area)
 
@@ -108,7 +89,7 @@ def use_views(levers, min_area: float) -> None:
 def measure(seed: int, variant: str, scale: str) -> dict:
     "The variant's side model (trained now or from its cache), its retrieval, the untrained network's, chance."
     from compatrepro.runtime import RunContext, set_context
-    from compatrepro.specs import simclr_spec
+    from compatrepro.specs import STANDIN_RECIPES, simclr_spec
     from compatrepro.pipeline import cached_backbone, get_features
     from compatrepro.metrics import retrieval_metrics
     from compatrepro.models import EmbeddingModel
@@ -117,8 +98,9 @@ def measure(seed: int, variant: str, scale: str) -> dict:
     from compatrepro.train import model_input
 
     set_context(RunContext.from_env(device='cpu', progress=False))
-    spec = simclr_spec('imagenet-500', scale, seed)
-    spec = replace(spec, epochs=spec.epochs*VARIANTS[variant][2])
+    # 1x: the epochs of 27's spec when this screen was made, half the old model's; the library's variant: its own
+    base = max(1, STANDIN_RECIPES[scale][0]['epochs']//2)
+    spec = simclr_spec('imagenet-500', scale, seed, **({} if variant == LIBRARY else {'epochs': base*VARIANTS[variant][2]}))
     art = cached_backbone(spec)
     f = get_features(spec, 'imagenet-1k', 'eval')
     y = f['labels']

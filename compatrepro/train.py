@@ -28,8 +28,9 @@ from .loaders import _epoch_generator, epoch_rows, iter_batches
 # %% auto #0
 __all__ = ['INIT_FIELDS', 'TRANSFORMATION_CKPT_SECONDS', 'lr_factor', 'ract_keys', 'presampled_partners', 'CompatTerm',
            'CompatTerms', 'dist_setup', 'TrainingInterrupted', 'init_seed', 'model_input', 'initial_model',
-           'simclr_projection', 'simclr_transform', 'load_pretrained', 'train_backbone', 'transformation_loss',
-           'train_transformation', 'same_view_batches', 'train_transformation_same_view', 'apply_transformation']
+           'simclr_projection', 'simclr_transform', 'simclr_distort', 'standin_simclr', 'load_pretrained',
+           'train_backbone', 'transformation_loss', 'train_transformation', 'same_view_batches',
+           'train_transformation_same_view', 'apply_transformation']
 
 # %% ../nbs/07_train.ipynb #44445e6a
 def lr_factor(step: int, steps_per_epoch: int, epochs: int, schedule: str = 'cosine', warmup_epochs: float = 0.,
@@ -309,6 +310,48 @@ def simclr_transform(size: int):
                       T.RandomApply([T.GaussianBlur(2*(size//20) + 1)], p=0.5), T.ToTensor(),
                       T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
+def simclr_distort(y: torch.Tensor, generator: torch.Generator|None = None, colour: bool = True,
+                   blur: bool = True) -> torch.Tensor:
+    """SimCLR's colour distortion and blur (Chen et al. 2020, App. A) of a batch of [0, 1] images [B, 3, H, W], each
+    image with its own draws: colour jitter with p = 0.8 (brightness, contrast, saturation 0.4; hue 0.1 of a turn, as a
+    rotation about the grey axis), grey with p = 0.2, and a 3x3 Gaussian blur with sigma in [0.1, 2] with p = 0.5."""
+    B, dev = y.shape[0], y.device
+    u = lambda *s: torch.rand(*s, generator=generator, device=generator.device if generator else dev).to(dev)
+    per_image = lambda v: v[:, None, None, None]
+    grey = lambda t: (0.299*t[:, 0] + 0.587*t[:, 1] + 0.114*t[:, 2])[:, None]
+    if colour:
+        on = per_image(u(B) < 0.8)
+        j = y*per_image(1 + 0.4*(2*u(B) - 1))                                   # brightness
+        m = grey(j).mean((2, 3), keepdim=True)
+        j = (j - m)*per_image(1 + 0.4*(2*u(B) - 1)) + m                         # contrast
+        g = grey(j)
+        j = (j - g)*per_image(1 + 0.4*(2*u(B) - 1)) + g                         # saturation
+        t = (2*u(B) - 1)*0.1*2*math.pi                                         # hue
+        k = torch.full((3,), 3**-.5, device=dev)
+        K = torch.tensor([[0., -k[2], k[1]], [k[2], 0., -k[0]], [-k[1], k[0], 0.]], device=dev)
+        R = torch.eye(3, device=dev) + torch.sin(t)[:, None, None]*K + (1 - torch.cos(t))[:, None, None]*(K @ K)
+        y = torch.where(on, torch.einsum('bij,bjhw->bihw', R, j).clamp(0, 1), y)
+        y = torch.where(per_image(u(B) < 0.2), grey(y).expand_as(y), y)
+    if blur:
+        sigma, r = 0.1 + 1.9*u(B), torch.arange(-1., 2., device=dev)
+        k1 = torch.exp(-r[None]**2/(2*sigma[:, None]**2)); k1 = k1/k1.sum(1, keepdim=True)
+        H, W = y.shape[-2:]
+        z = F.conv2d(F.pad(y, (1, 1, 1, 1), mode='replicate').reshape(1, B*3, H + 2, W + 2),
+                     (k1[:, :, None]*k1[:, None, :]).repeat_interleave(3, 0)[:, None], groups=B*3).reshape(y.shape)
+        y = torch.where(per_image(u(B) < 0.5), z, y)
+    return y.clamp(0, 1)
+
+def standin_simclr(ds):
+    """A copy of the stand-in dataset `ds` whose training views are its own small affine and brightness jitter followed
+    by `simclr_distort`: SimCLR's colour distortion, without the crops a 32-pixel glyph does not survive
+    (`benchmarks/simclr_screen.py`)."""
+    out, mean, std = copy.copy(ds), ds.mean, ds.std
+    def augment(x, generator=None):
+        y = ds.augment(x, generator)*std.to(x.device) + mean.to(x.device)
+        return (simclr_distort(y, generator) - mean.to(x.device))/std.to(x.device)
+    out.augment = augment
+    return out
+
 def _train_features(model, ds, device):
     "Un-augmented features of a training set (for synthesized classifiers)."
     out = extract_features(model, ds, device=device, augment=False, show_progress=False)
@@ -377,6 +420,8 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
     simclr = spec.objective == 'simclr'
     if simclr and hasattr(ds, 'transform'):   # paper scale: SimCLR's augmentation on a copy of the dataset
         ds = copy.copy(ds); ds.transform = simclr_transform(_image_size(ds))
+    elif simclr:   # the stand-in: its own views with SimCLR's colour distortion and blur
+        ds = standin_simclr(ds)
     proj = to_device(simclr_projection(spec.emb_dim), device) if simclr else None
     net = _Net(model, proj)
     if world > 1 or torch.distributed.is_initialized():   # SimCLR never uses the classifier head
