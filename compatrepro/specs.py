@@ -331,7 +331,7 @@ def simclr_spec(split: str, scale: str = 'tiny', seed: int = 0, **overrides) -> 
     if scale == 'paper':
         kw['arch'] = 'resnet50'
     else:
-        kw['epochs'] = 2*STANDIN_RECIPES[scale][0]['epochs']   # SimCLR's long schedule (see above)
+        kw['epochs'] = 2*STANDIN_RECIPES[scale][0]['epochs']   # SimCLR's long schedule (`06a_specs`' note)
     return backbone_spec(split, scale, seed, **(kw | overrides))
 
 # %% ../nbs/06a_specs.ipynb #a66ede2e
