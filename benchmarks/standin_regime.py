@@ -215,7 +215,7 @@ def doubling_table(paths, tolerance: float = 1.0) -> str:
     for cand, g in d.groupby('candidate', sort=False):
         levers = json.loads(g.recipe.iloc[0]) | json.loads(g.knobs.iloc[0])   # the stand-in's knobs too (n_train)
         recipe = ', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs') or 'library'
-        pairs = g.pair.nunique() > 1
+        pairs = g.pair.nunique() > 1 or (g.pair != 'imagenet').any()   # name any pair but the screen's own
         moves, cpu = [], 0.
         for (pair, model), m in g.groupby(['pair', 'model'], sort=False):
             E = m.epochs.min()
