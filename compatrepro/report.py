@@ -73,7 +73,7 @@ def aggregate_records(records: pd.DataFrame) -> pd.DataFrame:
     "Mean, std (ddof=1; 0 for one seed), seed count and paper value per (paper, item, dataset, scale, method, metric)."
     missing = set(RECORD_COLUMNS) - set(records.columns)
     if missing:
-        raise ValueError(f"records lack the columns {sorted(missing)}; make them with compatrepro.core.make_record")
+        raise ValueError(f"records lack the columns {sorted(missing)}; make them with compatrepro.report.make_record")
     if records.empty:
         return pd.DataFrame(columns=KEYS + ['mean', 'std', 'n_seeds', 'seeds', 'paper_value'])
     dup = records.duplicated(KEYS + ['seed'], keep=False)
