@@ -27,6 +27,12 @@ given to both models of the family (they are spec fields, so such models share t
     python benchmarks/family_identities.py --family vggface2 --identities 384 --images 25 --cache /tmp/vgg-384 \\
         --head-scale 32 --out benchmarks/family_identities/vggface2-384x25-s32.csv
 
+`--bct` adds BCT's new-β model and the compatibility tests of both new models against the old one (their queries
+against the old model's gallery: BCT's eq. 2 holds where `new-β / old` is above `old`):
+
+    python benchmarks/family_identities.py --family market1501 --bct --seeds 0 1 2 --cache ~/.cache/compatrepro \
+        --out benchmarks/family_identities/market1501-60x100-bct.csv
+
 `--summary FILE...` prints the table docs/standin_regime.md shows."""
 
 import sys
@@ -40,20 +46,22 @@ FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_ne
             'market1501': ('market-1501-375', 'market-1501', {})}
 
 
-def unseen_retrieval(spec, family: str) -> dict:
-    "top-1 and mAP (cosine) of `spec`'s features on `family`'s test identities, no model's training identities."
+def unseen_retrieval(spec, family: str, gallery_spec=None) -> dict:
+    """top-1 and mAP (cosine) of `spec`'s features on `family`'s test identities, no model's training identities;
+    with `gallery_spec`, its features are the gallery's (a compatibility test, BCT's eq. 2: `spec` embeds the queries)."""
     from compatrepro.metrics import market_relevance, retrieval_metrics
     from compatrepro.pipeline import get_features
     from compatrepro.data import get_split
 
     metrics = ('top1', 'mAP')
     new_split = FAMILIES[family][1]
+    gallery_spec = gallery_spec or spec
     if family == 'vggface2':
-        f = get_features(spec, new_split, 'eval')
-        r = retrieval_metrics(f['features'], f['features'], f['labels'], f['labels'], metrics=metrics,
+        f, fg = get_features(spec, new_split, 'eval'), get_features(gallery_spec, new_split, 'eval')
+        r = retrieval_metrics(f['features'], fg['features'], f['labels'], f['labels'], metrics=metrics,
                               distance='cosine')
     else:
-        q, g = (get_features(spec, new_split, part) for part in ('query', 'gallery'))
+        q, g = get_features(spec, new_split, 'query'), get_features(gallery_spec, new_split, 'gallery')
         Q, G = (get_split(new_split, part, spec.scale, None, seed=spec.data_seed) for part in ('query', 'gallery'))
         r = retrieval_metrics(q['features'], g['features'], metrics=metrics, distance='cosine', query_is_gallery=False,
                               relevance=market_relevance(Q.labels, Q.cameras, G.labels, G.cameras))
@@ -68,9 +76,11 @@ def recipe_name(over: dict) -> str:
     return ', '.join(f'{k}={v}' for k, v in over.items()) or 'library'
 
 
-def probe_seed(seed: int, scale: str, family: str, over: dict | None = None) -> list:
+def probe_seed(seed: int, scale: str, family: str, over: dict | None = None, baselines=()) -> list:
     """The old and the new model of `family`'s update on `seed` (trained now or from the cache), on unseen identities;
-    `over`: spec fields of both models that differ from the notebook's (`RECIPE_LEVERS`)."""
+    `over`: spec fields of both models that differ from the notebook's (`RECIPE_LEVERS`); `baselines`: compatible new
+    models too (`updates.BASELINES`, 'new-β' for BCT), and every new model's compatibility test against the old one
+    ('new-β / old': its queries against the old model's gallery, BCT's eq. 2)."""
     from compatrepro.pipeline import cached_backbone
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
     from compatrepro.standin import family_sizes, standin_config
@@ -82,7 +92,7 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None) -> 
     if 'epochs' in over:   # the warm-up keeps its share of the schedule, as the doubling test's (standin_regime.doubled)
         recipe = update_specs(P, old_split, new_split, (), **kw)['new']
         kw = kw | {'warmup_epochs': recipe.warmup_epochs * over['epochs'] / recipe.epochs}
-    specs = update_specs(P, old_split, new_split, (), **kw, **over)
+    specs = update_specs(P, old_split, new_split, baselines, **kw, **over)
     cfg = standin_config(scale)
     trained, unseen = family_sizes(cfg)[family]
     rows = []
@@ -93,6 +103,10 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None) -> 
                          recipe=recipe_name(over), seed=seed, model=name, epochs=spec.epochs,
                          **unseen_retrieval(spec, family), first_loss=loss[0], last_loss=loss[-1],
                          train_seconds=art.get('train_seconds', float('nan'))))
+    for name in [k for k in specs if k != 'old' and baselines]:   # cross-tests: `name`'s queries, the old gallery
+        rows.append(dict(rows[0], model=f'{name} / old', epochs=specs[name].epochs, first_loss=float('nan'),
+                         last_loss=float('nan'), train_seconds=0.,
+                         **unseen_retrieval(specs[name], family, gallery_spec=specs['old'])))
     return rows
 
 
@@ -110,7 +124,8 @@ def summary(paths) -> str:
         out.append(f"| {f} | {n} x {m} | {r} | {model} | {','.join(map(str, g.seed))} | "
                    f"{g.top1.mean():.1f} ({'/'.join(f'{x:.1f}' for x in g.top1)}) | "
                    f"{g.mAP.mean():.1f} ({'/'.join(f'{x:.1f}' for x in g.mAP)}) | "
-                   f"{g.first_loss.mean():.2f} -> {g.last_loss.mean():.2f} | {g.train_seconds.mean()/60:.1f} |")
+                   + (f"{g.first_loss.mean():.2f} -> {g.last_loss.mean():.2f} | {g.train_seconds.mean()/60:.1f} |"
+                      if g.first_loss.notna().any() else '| |'))   # a compatibility test trains nothing
     return '\n'.join(out)
 
 
@@ -124,12 +139,15 @@ def main(argv=None):
     ap.add_argument('--head-margin', type=float, help="the margin head's margin m (default: the family's recipe)")
     ap.add_argument('--lr', type=float, help="the learning rate (default: the family's recipe)")
     ap.add_argument('--epochs', type=int, help="the new model's epochs (VGGFace2's old model: as many steps)")
+    ap.add_argument('--bct', action='store_true',
+                    help="also BCT's new-β model and the compatibility tests (new / old, new-β / old): BCT's eq. 2")
     a = identity_arguments(ap, "the family's").parse_args(argv)
     apply_probe_arguments(a)
     apply_identity_arguments(ap, a, a.family, '--identities 384 --images 25')
     rows = []
     for s in a.seeds:
-        rows += probe_seed(s, a.scale, a.family, {k: getattr(a, k) for k in RECIPE_LEVERS if getattr(a, k) is not None})
+        rows += probe_seed(s, a.scale, a.family, {k: getattr(a, k) for k in RECIPE_LEVERS if getattr(a, k) is not None},
+                           ('new-β',) if a.bct else ())
         pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
     print(summary([a.out]))
 

@@ -96,14 +96,15 @@ def test_bct_face_probe_identities_run(tmp_path):
 
 
 @pytest.mark.parametrize('family, lever', [('vggface2', ('--head-scale', '32', '--lr', '0.05', '--epochs', '2')),
-                                           ('market1501', ('--identities', '48', '--images', '4'))])
+                                           ('market1501', ('--identities', '48', '--images', '4', '--bct'))])
 def test_family_identities_probe_runs(tmp_path, family, lever):
     """The identity lever on the other families with unseen test identities, and a margin head's recipe levers: each
     family's old and new model, measured, the recipe named in its rows."""
     identities = '--identities' in lever
     cache = ('--cache', str(tmp_path / 'c2')) if identities else ()
     t = pd.read_csv(run_probe('family_identities', tmp_path, '--family', family, *lever, *cache).with_suffix('.csv'))
-    assert list(t['model']) == ['old', 'new'] and (t['family'] == family).all() and (t['seed'] == 0).all()
+    models = ['old', 'new'] + (['new-β', 'new / old', 'new-β / old'] if '--bct' in lever else [])
+    assert list(t['model']) == models and (t['family'] == family).all() and (t['seed'] == 0).all()
     assert t[['top1', 'mAP']].notna().all().all() and (t['mAP'] > 0).all()
     if identities:
         assert (t['identities'] == 48).all() and (t['images'] == 4).all() and (t['unseen_identities'] == 12).all()
@@ -115,11 +116,13 @@ def test_family_identities_probe_runs(tmp_path, family, lever):
 
 @pytest.mark.parametrize('path', sorted((ROOT / 'benchmarks' / 'family_identities').glob('*.csv')), ids=lambda p: p.stem)
 def test_committed_family_identities_are_whole(path):
-    "Each committed run of the identity lever: one family, stand-in and recipe, its old and new model on seeds 0-2."
+    """Each committed run of the identity lever: one family, stand-in and recipe, its old and new model on seeds 0-2
+    (with `--bct`, BCT's new-β model and the compatibility tests of both new models too)."""
     t = pd.read_csv(path)
     assert t[['family', 'identities', 'images']].nunique().max() == 1 and t.get('recipe', pd.Series([0])).nunique() == 1
     assert sorted(t['seed'].unique()) == [0, 1, 2]
-    assert all(sorted(g['model']) == ['new', 'old'] for _, g in t.groupby('seed'))
+    models = [['new', 'old'], ['new', 'new / old', 'new-β', 'new-β / old', 'old']]
+    assert all(sorted(g['model']) == models['new-β' in set(t['model'])] for _, g in t.groupby('seed'))
     assert t[['top1', 'mAP']].notna().all().all()
 
 
