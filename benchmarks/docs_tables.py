@@ -31,7 +31,9 @@ def tables() -> dict:
             ('docs/standin_regime.md', 'family identities'): family_identities.summary(identities),
             ('docs/suspects.md', 'l2 readings'): bct_l2_probe.summary(BENCH / 'bct_l2_probe.csv'),
             ('docs/suspects.md', 'identity lever'):
-                bct_face_probe.identity_summary(BENCH / 'bct_face_probe.csv', BENCH / 'bct_face_identities.csv')}
+                bct_face_probe.identity_summary(BENCH / 'bct_face_probe.csv', BENCH / 'bct_face_identities.csv'),
+            ('docs/suspects.md', 'market identity lever'):
+                family_identities.summary([BENCH / 'bct_market_identities.csv'])}
 
 
 def block_span(text: str, page: str, name: str) -> tuple[int, int]:

@@ -30,8 +30,12 @@ given to both models of the family (they are spec fields, so such models share t
 `--bct` adds BCT's new-β model and the compatibility tests of both new models against the old one (their queries
 against the old model's gallery: BCT's eq. 2 holds where `new-β / old` is above `old`):
 
-    python benchmarks/family_identities.py --family market1501 --bct --seeds 0 1 2 --cache ~/.cache/compatrepro \
-        --out benchmarks/family_identities/market1501-60x100-bct.csv
+    python benchmarks/family_identities.py --family market1501 --bct --seeds 0 1 2 --cache ~/.cache/compatrepro \\
+        --out /tmp/market-60x100-bct.csv
+    python benchmarks/family_identities.py --family market1501 --bct --identities 240 --images 25 --seeds 0 1 2 \\
+        --cache /tmp/market-240 --out /tmp/market-240x25-bct.csv
+
+(`benchmarks/bct_market_identities.csv` holds the two, as docs/suspects.md shows them).
 
 `--summary FILE...` prints the table docs/standin_regime.md shows."""
 

@@ -126,6 +126,16 @@ def test_committed_family_identities_are_whole(path):
     assert t[['top1', 'mAP']].notna().all().all()
 
 
+def test_committed_bct_market_identities_are_whole():
+    "BCT on Market-1501 under two stand-ins: per stand-in and seed 0-2, the three models and both compatibility tests."
+    t = pd.read_csv(ROOT / 'benchmarks' / 'bct_market_identities.csv')
+    assert set(t['family']) == {'market1501'} and t['recipe'].eq('library').all()
+    for _, g in t.groupby(['identities', 'images']):
+        assert sorted(g['seed'].unique()) == [0, 1, 2]
+        assert all(sorted(s['model']) == ['new', 'new / old', 'new-β', 'new-β / old', 'old'] for _, s in g.groupby('seed'))
+    assert t[['top1', 'mAP']].notna().all().all()
+
+
 def test_committed_bct_identities_are_whole():
     t = pd.read_csv(ROOT / 'benchmarks' / 'bct_face_identities.csv')
     seeds = sorted(t['seed'].unique())

@@ -174,14 +174,18 @@ BENCHMARK = re.compile(r'benchmarks/([\w/]+)\.(?:csv|py)')
 NOTEBOOK = re.compile(r"(?<![\w.])(\d\d)(?:_[a-z0-9_]+\b|'s\b)")   # '27_fastfill_side_info', "27's Models records"
 
 
+STAND_IN_COUNTS = ('seed', 'identities', 'images')   # numbers that name a row (a stand-in's counts), not values
+
+
 def _benchmark_sources(name: str) -> np.ndarray:
     """Each numeric column of the committed CSVs of benchmark `name` (`benchmarks/<name>.csv` and `<name>*.csv`) that
-    have a seed column, per row of the other columns on seeds 0-2, and the difference of every two such rows."""
+    have a seed column, per row of the other columns (and of the stand-in's counts) on seeds 0-2, and the difference
+    of every two such rows."""
     out = []
     for f in dict.fromkeys([ROOT/'benchmarks'/f'{name}.csv', *sorted((ROOT/'benchmarks').glob(f'{name}*.csv'))]):
         d = pd.read_csv(f) if f.exists() else pd.DataFrame()
         if 'seed' not in d: continue
-        numeric = [c for c in d.columns if c != 'seed' and pd.api.types.is_numeric_dtype(d[c])]
+        numeric = [c for c in d.columns if c not in STAND_IN_COUNTS and pd.api.types.is_numeric_dtype(d[c])]
         keys = [c for c in d.columns if c not in numeric and c != 'seed']
         for c in numeric if keys else []:
             p = d.pivot_table(index=keys, columns='seed', values=c, aggfunc='first')
