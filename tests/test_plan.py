@@ -1,7 +1,7 @@
 """`compatrepro reproduce --plan` on the committed results (`14_runs`): a seed never run is estimated from the other
 seeds' recorded costs, runs all current still say what running them again costs from an empty cache, and the plan
 reads the repository's runs from any working folder."""
-import contextlib, io, json, re
+import contextlib, io, json, re, shutil
 from pathlib import Path
 
 import numpy as np
@@ -60,14 +60,22 @@ def test_a_seed_never_run_costs_the_mean_of_the_others(nb):
     assert 'never ran' not in text and abs(_total(text, 'from an empty cache') - want/60) <= 0.051, text
 
 
-def test_runs_all_current_still_cost_their_rerun_from_an_empty_cache():
-    current = [nb.stem for nb in experiment_notebooks(ROOT/'nbs')
-               if run_state(TINY, nb.stem, 0, ROOT/'nbs')[0] == 'current' and run_outcome(TINY, nb.stem, 0) is True]
-    assert current, 'no notebook has a current, finished seed 0 in the committed results'
-    provs = [_runs(nb)[0] for nb in current]
+def test_runs_all_current_still_cost_their_rerun_from_an_empty_cache(tmp_path):
+    """On a copy of the committed tiny runs stamped current (they may all be pending a re-run): a plan of runs all
+    current says that nothing is to run, and what running them again would cost from an empty cache."""
+    from _doubles import make_runs_current
+    shutil.copytree(ROOT/'nbs', tmp_path/'nbs')
+    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp_path/'results'/'tiny'/d)
+    tiny, nbs = tmp_path/'results'/'tiny', tmp_path/'nbs'
+    assert make_runs_current(tiny, nbs, ROOT/'compatrepro')
+    current = [nb.stem for nb in experiment_notebooks(nbs)
+               if run_state(tiny, nb.stem, 0, nbs)[0] == 'current' and run_outcome(tiny, nb.stem, 0) is True]
+    assert current, 'no notebook has a finished seed 0 in the committed results'
+    provs = [json.loads((tiny/'runs'/f'{nb}.seed0.json').read_text()) for nb in current]
     made = {k: v for p in provs for k, v in (p.get('artifacts') or {}).items()}     # each model made once for the seed
     want = (sum(own_seconds(p) for p in provs) + sum(v or 0. for v in made.values()))/3600
-    text = _plan('--only', *(f'^{nb}$' for nb in current), '--seeds', '0', *WHERE)
+    text = _plan('--only', *(f'^{nb}$' for nb in current), '--seeds', '0', '--out', str(tmp_path/'results'),
+                 '--nbs', str(nbs))
     assert text.startswith(f'Nothing to run: the {len(current)} run(s) chosen (seed 0 of '), text
     empty, here = _total(text, 'from an empty cache'), _total(text, 'with the cache here')
     assert empty > 0 and abs(empty - want) <= 0.051 and here <= empty, (empty, here, want, text)
