@@ -11,6 +11,7 @@ class TinyDataset:
         self.images = torch.randint(0, 256, (n, 3, size, size), generator=g, dtype=torch.uint8)
         self.labels = np.arange(n) % c; self.classes = np.arange(c); self.image_size = (size, size)
         self.name, self.part, self.scale, self.description = 'tinyds', 'train', 'tiny', 'synthetic check set'
+        self.mean, self.std = torch.zeros(3, 1, 1), torch.ones(3, 1, 1)   # normalize's: pixels / 255
     def __len__(self): return len(self.labels)
     def tensors(self): return self.images, torch.from_numpy(self.labels)
     def normalize(self, x): return x.float()/255

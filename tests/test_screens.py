@@ -193,11 +193,13 @@ def doubling_table_of(path):
 def test_convergence_table_measures_the_notebooks_models():
     """The convergence table's models at E are the ones their notebook's tiny runs used (the same artifact: the same
     spec, the same cache key), on every seed it has of each pair (seed 0 at least); and every model those runs used
-    is in the table or named in `unmeasured` with the reason."""
+    is in the table or named in `unmeasured` with the reason. A run pending a re-run is compared once it is re-run."""
     import json
     from standin_regime import CONVERGENCE_MODELS, CONVERGENCE_NOTEBOOKS, pair_artifacts
 
+    from compatrepro.ledger import pending_runs
     d = pd.concat([pd.read_csv(p) for p in CONVERGENCE], ignore_index=True)
+    pending = pending_runs(ROOT / 'results' / 'tiny')
     for pair, nb in CONVERGENCE_NOTEBOOKS.items():
         seeds = sorted(set(d[d.pair == pair].seed))
         assert 0 in seeds, f"{pair}: the table has seeds {seeds}"
@@ -206,6 +208,7 @@ def test_convergence_table_measures_the_notebooks_models():
             got = d[(d.pair == pair) & (d.seed == seed)]
             names = {g[:-len('(old)')] if g.endswith('(old)') else q for q, g in got.model.str.split('/')}
             assert set(models) <= names, f"{pair} seed {seed}: no rows for {sorted(set(models) - names)}"
+            if (nb, seed) in pending: continue   # made by older code: its models' keys may differ from today's
             table, named = pair_artifacts(pair, seed)
             used = {k for k in json.loads((ROOT / 'results' / 'tiny' / 'runs' / f'{nb}.seed{seed}.json').read_text())['artifacts']
                     if k.split('/')[0] in ('backbone', 'transformation')}

@@ -1,6 +1,6 @@
 """`compatrepro status` on the committed results: a summary that fits one screen by default, every claim in full with
 `--claims`, one paper's with `--paper` (`98_cli`)."""
-import contextlib, io, re
+import contextlib, io, re, shutil
 from pathlib import Path
 
 import pytest
@@ -12,10 +12,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WHERE = ['--results', str(ROOT/'results'), '--nbs', str(ROOT/'nbs')]
 
 
-def _status(*args) -> tuple[int, str, str]:
-    "`compatrepro status ARGS` on the committed results: exit code, stdout, stderr."
+def _status(*args, where=None) -> tuple[int, str, str]:
+    "`compatrepro status ARGS` on the committed results (or those of `where`): exit code, stdout, stderr."
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main(['status', *args, *WHERE])
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(['status', *args, *(where or WHERE)])
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -53,14 +54,23 @@ def test_default_fits_one_screen(table):
     assert 'Re-runs pending: ' in out and 'compatrepro status --claims' in out
 
 
-def test_paper_lists_its_claims_in_any_case(table):
-    t, claims = table
-    rc, out, _ = _status('--paper', 'rm')
+def test_paper_lists_its_claims_in_any_case(tmp_path):
+    """`--paper`, in any letter case, lists every claim of the paper that does not hold: on a copy of the committed
+    tiny results stamped current, since a stale item lists its re-run's reason instead (every run may be pending)."""
+    from _doubles import make_runs_current
+    res = tmp_path/'results'/'tiny'
+    shutil.copytree(ROOT/'nbs', tmp_path/'nbs')
+    shutil.copytree(ROOT/'docs', tmp_path/'docs', ignore=shutil.ignore_patterns('_build', '_site'))
+    for d in ('records', 'runs', 'claims'): shutil.copytree(ROOT/'results'/'tiny'/d, res/d)
+    assert make_runs_current(res, tmp_path/'nbs', ROOT/'compatrepro')
+    where = ['--results', str(tmp_path/'results'), '--nbs', str(tmp_path/'nbs')]
+    claims = item_claims(res, ROOT/'docs'/'claims.csv')
+    rc, out, _ = _status('--paper', 'rm', where=where)
     assert rc == 0 and out.startswith('RM at tiny scale: ') and 'BCT at tiny scale' not in out, out[:300]
     failing = claims[(claims.paper == 'RM') & (claims.verdict != 'holds')].claim.unique()
     missing = [c for c in failing if _flat(c) not in _flat(out)]
     assert len(failing) and not missing, missing[:3]
-    assert _status('--paper', 'Rm')[1] == out
+    assert _status('--paper', 'Rm', where=where)[1] == out
 
 
 def test_unknown_paper_is_one_line_naming_the_papers():

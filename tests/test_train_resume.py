@@ -129,7 +129,7 @@ def test_old_model_exactly_when_compat():
 def test_simclr_never_reads_labels():
     "SimCLR (side-information models; its resume is checked by test_resume_is_exact): the labels are never read, and the NT-Xent loss falls."
     ds = TinyDataset(n=32, c=4, size=16)
-    spec = _simclr()
+    spec = _simclr(epochs=6)   # with SimCLR's colour distortion the loss first rises a little on these noise images
     full = _train(spec, ds)
     relabelled = TinyDataset(n=32, c=4, size=16); relabelled.labels = (relabelled.labels + 1) % 4
     _assert_same_weights(full, _train(spec, relabelled))
