@@ -28,8 +28,8 @@ top-1 and mAP) against an untrained network of the same architecture and against
     python benchmarks/simclr_screen.py --seeds 0 --out benchmarks/simclr_screen.csv
 
 The augmentations other than the library's are this process's only (`GlyphDataset.augment` replaced, and
-`standin_simclr` made the identity, while the variant trains), and a variant's model has the library's spec: each variant trains in a cache of its own
-(`--cache-root`)."""
+`standin_simclr` made the identity, while the variant trains), and a variant's model has the library's spec: each
+variant trains in a cache of its own (`--cache-root`)."""
 
 import math, sys
 

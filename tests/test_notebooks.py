@@ -217,10 +217,8 @@ def test_editing_a_notebook_makes_only_its_items_stale(tmp_path):
     produces stale, nothing else."""
     import nbformat
     from compatrepro.runs import status_table
-    from _doubles import make_runs_current
-    shutil.copytree(NBS, tmp_path/'nbs'); shutil.copytree(ROOT/'docs', tmp_path/'docs')
-    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp_path/'results'/'tiny'/d)
-    assert make_runs_current(tmp_path/'results'/'tiny', tmp_path/'nbs', ROOT/'compatrepro')
+    from _doubles import scratch_repo
+    scratch_repo(tmp_path)
     args = ('tiny', tmp_path/'results', tmp_path/'nbs')
     assert check_results(*args) == []
     before = status_table(*args)

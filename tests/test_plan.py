@@ -1,7 +1,7 @@
 """`compatrepro reproduce --plan` on the committed results (`14_runs`): a seed never run is estimated from the other
 seeds' recorded costs, runs all current still say what running them again costs from an empty cache, and the plan
 reads the repository's runs from any working folder."""
-import contextlib, io, json, re, shutil
+import contextlib, io, json, re
 from pathlib import Path
 
 import numpy as np
@@ -63,11 +63,8 @@ def test_a_seed_never_run_costs_the_mean_of_the_others(nb):
 def test_runs_all_current_still_cost_their_rerun_from_an_empty_cache(tmp_path):
     """On a copy of the committed tiny runs stamped current (they may all be pending a re-run): a plan of runs all
     current says that nothing is to run, and what running them again would cost from an empty cache."""
-    from _doubles import make_runs_current
-    shutil.copytree(ROOT/'nbs', tmp_path/'nbs')
-    for d in ('records', 'runs', 'claims'): shutil.copytree(TINY/d, tmp_path/'results'/'tiny'/d)
-    tiny, nbs = tmp_path/'results'/'tiny', tmp_path/'nbs'
-    assert make_runs_current(tiny, nbs, ROOT/'compatrepro')
+    from _doubles import scratch_repo
+    tiny, nbs = scratch_repo(tmp_path)/'results'/'tiny', tmp_path/'nbs'
     current = [nb.stem for nb in experiment_notebooks(nbs)
                if run_state(tiny, nb.stem, 0, nbs)[0] == 'current' and run_outcome(tiny, nb.stem, 0) is True]
     assert current, 'no notebook has a finished seed 0 in the committed results'

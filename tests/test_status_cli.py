@@ -1,6 +1,6 @@
 """`compatrepro status` on the committed results: a summary that fits one screen by default, every claim in full with
 `--claims`, one paper's with `--paper` (`98_cli`)."""
-import contextlib, io, re, shutil
+import contextlib, io, re
 from pathlib import Path
 
 import pytest
@@ -57,12 +57,8 @@ def test_default_fits_one_screen(table):
 def test_paper_lists_its_claims_in_any_case(tmp_path):
     """`--paper`, in any letter case, lists every claim of the paper that does not hold: on a copy of the committed
     tiny results stamped current, since a stale item lists its re-run's reason instead (every run may be pending)."""
-    from _doubles import make_runs_current
-    res = tmp_path/'results'/'tiny'
-    shutil.copytree(ROOT/'nbs', tmp_path/'nbs')
-    shutil.copytree(ROOT/'docs', tmp_path/'docs', ignore=shutil.ignore_patterns('_build', '_site'))
-    for d in ('records', 'runs', 'claims'): shutil.copytree(ROOT/'results'/'tiny'/d, res/d)
-    assert make_runs_current(res, tmp_path/'nbs', ROOT/'compatrepro')
+    from _doubles import scratch_repo
+    res = scratch_repo(tmp_path)/'results'/'tiny'
     where = ['--results', str(tmp_path/'results'), '--nbs', str(tmp_path/'nbs')]
     claims = item_claims(res, ROOT/'docs'/'claims.csv')
     rc, out, _ = _status('--paper', 'rm', where=where)
