@@ -209,37 +209,59 @@ def _margins(claims: dict, records: pd.DataFrame) -> dict:
     return out
 
 
+class QuoteSources:
+    """What the committed tiny records on seeds 0-2 give a text of one notebook to quote (the rules above): built once,
+    asked per text (`candidates`)."""
+
+    def __init__(self):
+        records = pd.concat([pd.read_csv(f).assign(notebook=Path(f).name.split('.seed')[0])
+                             for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
+        on_seeds = {nb: _on_seeds(g) for nb, g in records.groupby('notebook')}   # each notebook pivoted once
+        self.notebooks = {nb: _sources(p) for nb, p in on_seeds.items()}
+        self.metrics = {nb: _by_metric(p) for nb, p in on_seeds.items()}
+        self.ratios = {nb: _ratios(p) for nb, p in on_seeds.items()}
+        self.midpoints = {nb: _midpoints(p) for nb, p in on_seeds.items()}
+        self.margins = _margins(_claims(), records)
+        self.papers = {p: np.concatenate([v[0] for nb, v in self.notebooks.items()
+                                          if paper_of_notebook(nb + '.ipynb') == p])
+                       for p in {paper_of_notebook(nb + '.ipynb') for nb in self.notebooks}}
+        self.benchmarks = {}
+
+    def candidates(self, notebook: str, text: str, key: str = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(any quote's, a whole number's, a quote with decimals') candidates (n x 3, seeds 0-2) for `text` of
+        `notebook`, about its claim `key` when it is a reason."""
+        none = (np.zeros((0, 3)), np.zeros((0, 3)))
+        margin = self.margins.get(notebook, {}).get(key, np.zeros((0, 3)))
+        named = set(BENCHMARK.findall(text))
+        self.benchmarks |= {n: _benchmark_sources(n) for n in named - set(self.benchmarks)}
+        cited = [nb for nb in self.notebooks if nb[:2] in set(NOTEBOOK.findall(text)) and nb != notebook]
+        found, close = self.notebooks.get(notebook, none)
+        claimed = [m for nb in [notebook, *cited] for m in self.margins.get(nb, {}).values()]   # 'x fails, -5.34/..'
+        mine = self.metrics.get(notebook, {})
+        found = np.concatenate([found, *claimed, *(self.benchmarks[n] for n in named),
+                                *(self.notebooks[nb][0] for nb in cited),
+                                *(d for nb in cited for d in _across(mine, self.metrics[nb]))])
+        whole = np.concatenate([_counts(np.concatenate([close, margin]), text), self.ratios.get(notebook, none[0])])
+        sibling = self.papers.get(paper_of_notebook(notebook + '.ipynb'), np.zeros((0, 3)))
+        decimal = np.concatenate([sibling, self.midpoints.get(notebook, none[0])])
+        return found, whole, decimal
+
+    def traced(self, quote: str, candidates: tuple[np.ndarray, np.ndarray, np.ndarray], match=None) -> bool:
+        "Whether `quote` is one of `candidates` (`candidates`' three) by `match` (default `quoted`) and its rules."
+        match = match or quoted
+        found, whole, decimal = candidates
+        return (match(quote, found) or ('.' in quote and match(quote, decimal))
+                or ('.' not in quote and match(quote, whole)))
+
+
 def untraced_quotes() -> set[tuple]:
     "(notebook, key, quote) of every per-seed quote of the differing verdicts that the committed records cannot give."
-    dv = differing_verdicts(ROOT/'docs'/'differing_verdicts.csv')
-    records = pd.concat([pd.read_csv(f).assign(notebook=Path(f).name.split('.seed')[0])
-                         for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
-    on_seeds = {nb: _on_seeds(g) for nb, g in records.groupby('notebook')}   # each notebook pivoted once
-    notebooks = {nb: _sources(p) for nb, p in on_seeds.items()}
-    metrics = {nb: _by_metric(p) for nb, p in on_seeds.items()}
-    ratios = {nb: _ratios(p) for nb, p in on_seeds.items()}
-    midpoints = {nb: _midpoints(p) for nb, p in on_seeds.items()}
-    margins = _margins(_claims(), records)
-    none = (np.zeros((0, 3)), np.zeros((0, 3)))
-    papers = {p: np.concatenate([v[0] for nb, v in notebooks.items() if paper_of_notebook(nb + '.ipynb') == p])
-              for p in {paper_of_notebook(nb + '.ipynb') for nb in notebooks}}
-    benchmarks, out = {}, set()
-    for r in dv.itertuples():
+    sources, out = QuoteSources(), set()
+    for r in differing_verdicts(ROOT/'docs'/'differing_verdicts.csv').itertuples():
         quotes = per_seed_quotes(r.reason)
         if not quotes: continue
-        margin = margins.get(r.notebook, {}).get(r.key, np.zeros((0, 3)))
-        named = set(BENCHMARK.findall(r.reason))
-        benchmarks |= {n: _benchmark_sources(n) for n in named - set(benchmarks)}
-        cited = [nb for nb in notebooks if nb[:2] in set(NOTEBOOK.findall(r.reason)) and nb != r.notebook]
-        found, close = notebooks.get(r.notebook, none)
-        claimed = [m for nb in [r.notebook, *cited] for m in margins.get(nb, {}).values()]   # 'ta2-x fails, -5.34/..'
-        found = np.concatenate([found, *claimed, *(benchmarks[n] for n in named), *(notebooks[nb][0] for nb in cited),
-                                *(d for nb in cited for d in _across(metrics.get(r.notebook, {}), metrics[nb]))])
-        whole = np.concatenate([_counts(np.concatenate([close, margin]), r.reason), ratios.get(r.notebook, none[0])])
-        sibling = papers.get(paper_of_notebook(r.notebook + '.ipynb'), np.zeros((0, 3)))
-        decimal = np.concatenate([sibling, midpoints.get(r.notebook, none[0])])
-        out |= {(r.notebook, r.key, q) for q in quotes if not quoted(q, found) and not ('.' in q and quoted(q, decimal))
-                and not ('.' not in q and quoted(q, whole))}
+        c = sources.candidates(r.notebook, r.reason, r.key)
+        out |= {(r.notebook, r.key, q) for q in quotes if not sources.traced(q, c)}
     return out
 
 
