@@ -9,7 +9,11 @@ whose test identities no model trains on, each with the split pair of the notebo
   optimizer steps as the new model), new on `vggface2-8631`, ml-fct's embedding; evaluated on VGGFace2's test
   identities (the `eval` images, query = gallery, leave-one-out);
 - Market-1501 (`33_bct_market`, `54_rm_market`): old on `market-1501-375` (half the training identities), new on
-  `market-1501`; evaluated on the test identities' query and gallery images (same-camera matches junk, as 33 does).
+  `market-1501`; evaluated on the test identities' query and gallery images (same-camera matches junk, as 33 does);
+- GLDv2 (`41_ract_hot_refresh`, `56_rm_open_gldv2`): RACT's expansion allocation, the old R50 on `gldv2-expansion-old`
+  (30 % of the images), the independent new R101 on `gldv2-expansion-new` (all of them), each `ract_spec`'s (fine-tuned
+  from the stand-in's pre-trained model); evaluated on GLDv2-test (landmarks no model trains on, the other evaluation
+  images distractors) by its metric, mAP@100.
 
 Each is judged by the old and new models' own retrieval (cosine) of the unseen identities: top-1 and mAP. The
 stand-in's counts are the default; `--identities N --images M` gives the family N training identities of M images each
@@ -47,7 +51,8 @@ from probe_args import apply_identity_arguments, apply_probe_arguments, identity
 
 # family: (old split, new split, the specs' keyword arguments, as the notebook gives them)
 FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_new=True, embedding='mlfct')),
-            'market1501': ('market-1501-375', 'market-1501', {})}
+            'market1501': ('market-1501-375', 'market-1501', {}),
+            'gldv2': ('gldv2-expansion-old', 'gldv2-expansion-new', {})}
 
 
 def unseen_retrieval(spec, family: str, gallery_spec=None) -> dict:
@@ -60,6 +65,15 @@ def unseen_retrieval(spec, family: str, gallery_spec=None) -> dict:
     metrics = ('top1', 'mAP')
     new_split = FAMILIES[family][1]
     gallery_spec = gallery_spec or spec
+    if family == 'gldv2':   # GLDv2-test, as RACT_TESTS evaluates it
+        from compatrepro.metrics import query_relevance
+        from compatrepro.ract import RACT_TESTS
+        split, metric = RACT_TESTS['GLDv2-test']
+        q, g = get_features(spec, split, 'query'), get_features(gallery_spec, split, 'gallery')
+        Q = get_split(split, 'query', spec.scale, None, seed=spec.data_seed)
+        r = retrieval_metrics(q['features'], g['features'], q['labels'], g['labels'], metrics=(metric, 'top1'),
+                              distance='cosine', query_is_gallery=False, relevance=query_relevance(Q))
+        return {'top1': r['top1'], 'mAP': r[metric]}
     if family == 'vggface2':
         f, fg = get_features(spec, new_split, 'eval'), get_features(gallery_spec, new_split, 'eval')
         r = retrieval_metrics(f['features'], fg['features'], f['labels'], f['labels'], metrics=metrics,
@@ -93,10 +107,16 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None, bas
     set_context(RunContext.from_env(device='cpu', progress=False))
     old_split, new_split, kw = FAMILIES[family]
     over, P = over or {}, ExperimentParams(seed=seed, scale=scale, device='cpu')
-    if 'epochs' in over:   # the warm-up keeps its share of the schedule, as the doubling test's (standin_regime.doubled)
-        recipe = update_specs(P, old_split, new_split, (), **kw)['new']
-        kw = kw | {'warmup_epochs': recipe.warmup_epochs * over['epochs'] / recipe.epochs}
-    specs = update_specs(P, old_split, new_split, baselines, **kw, **over)
+    if family == 'gldv2':
+        from compatrepro.ract import ract_spec
+        if over or baselines:
+            raise SystemExit("gldv2: the recipe levers and --bct are not wired to RACT's models; give neither")
+        specs = {'old': ract_spec(P, old_split, 'R50'), 'new': ract_spec(P, new_split, 'R101')}
+    else:
+        if 'epochs' in over:   # the warm-up keeps its share of the schedule, as the doubling test's
+            recipe = update_specs(P, old_split, new_split, (), **kw)['new']
+            kw = kw | {'warmup_epochs': recipe.warmup_epochs * over['epochs'] / recipe.epochs}
+        specs = update_specs(P, old_split, new_split, baselines, **kw, **over)
     cfg = standin_config(scale)
     trained, unseen = family_sizes(cfg)[family]
     rows = []
