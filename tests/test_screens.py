@@ -230,6 +230,24 @@ def test_committed_rm_ladder_is_consistent():
 
 
 
+def test_doubling_noise_by_hand():
+    """The doubling test's noise: a run's scatter pooled over the two schedules, self-tests only, and the chance that a
+    kind with no true move passes the rule (one move's standard deviation 1 point: 68.3 % a seed, 31.8 % on three)."""
+    import doubling_noise as N
+
+    assert N._pass_chance(2 ** -0.5, 1) == pytest.approx(0.6827, abs=1e-4)
+    assert N._pass_chance(2 ** -0.5, 3) == pytest.approx(0.6827 ** 3, abs=1e-4)
+    rows = [dict(candidate='c', pair='imagenet', model=m, epochs=e, seed=s, top1=t + s, mAP=t + 2 * s)
+            for m in ('new/new', 'BCT/old') for e, t in ((10, 50.), (20, 53.)) for s in (0, 1, 2)]
+    r = N.noise_rows(pd.DataFrame(rows))
+    assert list(r.model) == ['new/new']                  # a cross-test shares its old model between the runs
+    x = r.iloc[0]
+    assert x.sigma_top1 == pytest.approx(1.0) and x.sigma_mAP == pytest.approx(2.0)   # seeds 0, 1, 2 apart
+    assert x.mean_move_top1 == pytest.approx(3.0) and x.se_move_top1 == pytest.approx(0.0)
+    assert x.largest_move_mAP == pytest.approx(3.0)
+    assert x.pass_chance_if_converged == pytest.approx(N._pass_chance(2.0, 3))   # the noisier metric decides
+
+
 def test_docs_show_the_committed_screens():
     """The docs' tables (the recipe screen, RM's ladder, BCT's identity lever) are the scripts' own summaries of the
     committed CSVs, not numbers typed by hand: `python benchmarks/docs_tables.py` rewrites them."""
