@@ -16,7 +16,7 @@ BENCH = ROOT / 'benchmarks'
 def tables() -> dict:
     "(page, block name) -> the table its script makes now from the committed CSVs."
     import bct_face_probe, bct_l2_probe, doubling_noise, family_identities, rm_epochs_ladder, simclr_screen
-    import vit_screen
+    import ract_upgrade_probe, vit_screen
     from standin_regime import coverage_table, doubling_table
 
     screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
@@ -31,6 +31,7 @@ def tables() -> dict:
             ('docs/standin_regime.md', 'vit screen'): vit_screen.summary(BENCH / 'vit_screen.csv'),
             ('docs/standin_regime.md', 'rm ladder'): rm_epochs_ladder.summary(BENCH / 'rm_epochs_ladder.csv'),
             ('docs/standin_regime.md', 'family identities'): family_identities.summary(identities),
+            ('docs/standin_regime.md', 'ract upgrade'): ract_upgrade_probe.summary(BENCH / 'ract_upgrade_probe.csv'),
             ('docs/suspects.md', 'l2 readings'): bct_l2_probe.summary(BENCH / 'bct_l2_probe.csv'),
             ('docs/suspects.md', 'identity lever'):
                 bct_face_probe.identity_summary(BENCH / 'bct_face_probe.csv', BENCH / 'bct_face_identities.csv'),

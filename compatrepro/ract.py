@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np, pandas as pd, torch
 from .runtime import ExperimentParams
 from .data import get_split
-from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, backbone_spec,
-                               ract_compat, ract_recipe)
+from .specs import (BackboneSpec, CompatSpec, RACT_MODEL, RACT_PAPER_RECIPE, RACT_STANDIN_EPOCHS, STANDIN_ARCH,
+                               backbone_spec, ract_compat, ract_recipe)
 from .retrieval import block_rows, ranking_distance
 from .metrics import _setup, block_counts, per_query_values, retrieval_metrics
 from .backfill import backfill_curve, random_order
@@ -56,9 +56,9 @@ def ract_test_name(test: str, params: ExperimentParams) -> str:
     return f'Glyphs stand-in for {test}' if params.standin else test
 
 def ract_pretrained(arch: str, params: ExperimentParams):
-    """The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds), or the
-    torchvision weights file at paper scale."""
-    if params.standin: return backbone_spec('glyph-pretrain', params.scale, seed=0, arch=arch)
+    """The pre-trained start of `arch`: the stand-in's `glyph-pretrain` model (seed 0, shared by all seeds, every
+    architecture with the stand-in ResNet-10's optimizer steps), or the torchvision weights file at paper scale."""
+    if params.standin: return backbone_spec('glyph-pretrain', params.scale, seed=0, arch=arch, steps_like=STANDIN_ARCH)
     return str(Path(params.data_root)/'pretrained'/f'{arch}.pth')
 
 def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=None, **kw) -> BackboneSpec:

@@ -1,5 +1,5 @@
 """The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
-bct_l2_probe.py, ract_keys_probe.py and family_identities.py) still run on the library as it is: each at smoke scale
+bct_l2_probe.py, ract_keys_probe.py, family_identities.py and ract_upgrade_probe.py) still run on the library as it is: each at smoke scale
 on a scratch cache, its CSV holding every variant and pair it promises. The committed CSVs (made at tiny scale) are
 checked for the same columns and rows: a probe and its results stay in step."""
 
@@ -172,3 +172,30 @@ def test_committed_probe_results_are_whole(name):
         ract_rows_ok(t, [0, 1, 2], list(RACT_ALLOCATIONS))
     else:
         disc_rows_ok(t, pd.read_csv(ROOT / 'benchmarks' / f'{name}_epochs.csv'), [0, 1, 2])
+
+
+RACT_UPGRADE = ROOT / 'benchmarks' / 'ract_upgrade_probe.csv'
+
+
+def ract_upgrade_rows_ok(t: pd.DataFrame, seeds) -> None:
+    "Per start and seed: the old and new model and their starts, each on RACT's three test sets, measured."
+    import ract_upgrade_probe
+
+    assert set(t['start']) == set(ract_upgrade_probe.STARTS)
+    for _, g in t.groupby(['start', 'seed']):
+        assert sorted(g['model'].unique()) == ['new R101', 'old R50', 'start of new R101', 'start of old R50']
+        assert (g.groupby('model')['test'].apply(sorted).map(tuple) == ('GLDv2-test', 'ROxford', 'RParis')).all()
+    assert sorted(t['seed'].unique()) == list(seeds) and t[['top1', 'value']].notna().all().all()
+
+
+def test_ract_upgrade_probe_runs(tmp_path):
+    ract_upgrade_rows_ok(pd.read_csv(run_probe('ract_upgrade_probe', tmp_path).with_suffix('.csv')), [0])
+
+
+@pytest.mark.skipif(not RACT_UPGRADE.exists(), reason='the tiny run of ract_upgrade_probe.py is not committed yet')
+def test_committed_ract_upgrade_probe_is_whole():
+    t = pd.read_csv(RACT_UPGRADE)
+    ract_upgrade_rows_ok(t, [0, 1, 2])
+    starts = t[t.model == 'start of new R101'].groupby('start')['epochs'].max()
+    assert starts['ResNet-18 start of 24 epochs'] == 24 and starts["ResNet-18 start with the ResNet-10's epochs"] == 48
+
