@@ -37,8 +37,7 @@ import pandas as pd
 import pytest
 
 from compatrepro.report import paper_of_notebook
-from test_reason_numbers import (PAPER_SPAN, SINGLE, QuoteSources, _at_precision, papers_numbers,
-                                 per_seed_quotes, quoted)
+from test_reason_numbers import PAPER_SPAN, PER_SEED, SINGLE, QuoteSources, _at_precision, papers_numbers
 
 ROOT = Path(__file__).resolve().parent.parent
 LISTED = ROOT/'docs'/'notebook_numbers.csv'
@@ -85,11 +84,9 @@ def read_numbers(text: str) -> dict[str, list]:
     paper += [(m.start(), m.end()) for m in QUOTATION.finditer(prose)]
     out = {'paper': [], 'seeds': [], 'ranges': [], 'other': []}
     taken = set()
-    for m in re.finditer(r'(?<![\w./])(?<!t=)[-+]?\d+(?:\.\d+)?/[-+]?\d+(?:\.\d+)?/[-+]?\d+(?:\.\d+)?(?![\w/]|\.\d)',
-                         prose):
-        if m.group() in per_seed_quotes(m.group()):
-            (out['paper'] if any(a <= m.start() < b for a, b in paper) else out['seeds']).append(m.group())
-            taken |= set(range(m.start(), m.end()))
+    for m in PER_SEED.finditer(prose):
+        (out['paper'] if any(a <= m.start() < b for a, b in paper) else out['seeds']).append(m.group())
+        taken |= set(range(m.start(), m.end()))
     for m in RANGE.finditer(prose):
         if m.start() in taken: continue
         taken |= set(range(m.start(), m.end()))
@@ -194,3 +191,18 @@ def test_every_other_number_is_listed(scanned):
 ])
 def test_a_number_is_read_as_what_it_claims_to_be(text, kind, expected):
     assert read_numbers(text)[kind] == expected
+
+
+def test_a_per_seed_quote_in_prose_is_traced_to_the_records():
+    "A notebook's record quoted per seed traces; moved by a unit in its last place on one seed, it does not."
+    frames = [pd.read_csv(ROOT/'results'/'tiny'/'records'/f'20_fastfill_imagenet.seed{s}.csv') for s in (0, 1, 2)]
+    row = frames[0].iloc[0]
+    at = [f[(f['item'] == row['item']) & (f['metric'] == row['metric']) & (f['method'] == row['method'])]['value']
+          .iloc[0] for f in frames]
+    quote = '/'.join(f'{v:.2f}' for v in at)
+    moved = '/'.join(f'{v + (0.01 if i == 1 else 0):.2f}' for i, v in enumerate(at))
+    sources = QuoteSources()
+    for q, expected in ((quote, True), (moved, False)):
+        text = f'the curve ends at {q} on seeds 0-2'
+        assert read_numbers(text)['seeds'] == [q]
+        assert sources.traced(q, sources.candidates('20_fastfill_imagenet', text)) is expected
