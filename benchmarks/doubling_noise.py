@@ -22,6 +22,8 @@ import sys
 
 import pandas as pd
 
+from standin_regime import schedules   # this folder is on the path
+
 TOLERANCE = 1.0   # the rule's largest move, in points
 
 
@@ -38,8 +40,7 @@ def noise_rows(d: pd.DataFrame) -> pd.DataFrame:
     for (cand, pair, model), m in d.groupby(['candidate', 'pair', 'model'], sort=False):
         query, _, gallery = model.partition('/')
         if query != gallery: continue   # a cross-test or a transformation: its two runs share a model
-        E = m.epochs.min()
-        a, b = m[m.epochs == E].set_index('seed'), m[m.epochs == 2 * E].set_index('seed')
+        E, a, b = schedules(m)
         seeds = sorted(set(a.index) & set(b.index))
         if len(seeds) < 3: continue
         a, b = a.loc[seeds], b.loc[seeds]

@@ -55,6 +55,22 @@ FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_ne
             'gldv2': ('gldv2-expansion-old', 'gldv2-expansion-new', {})}
 
 
+def ract_test_retrieval(spec, test: str, gallery_spec=None) -> dict:
+    """top-1 and `test`'s metric (`RACT_TESTS`: mAP@100 on GLDv2-test, rmAP on ROxford and RParis) of `spec`'s
+    queries against `gallery_spec`'s gallery (default: its own), as {'top1', 'metric', 'value'}."""
+    from compatrepro.data import get_split
+    from compatrepro.metrics import query_relevance, retrieval_metrics
+    from compatrepro.pipeline import get_features
+    from compatrepro.ract import RACT_TESTS
+
+    split, metric = RACT_TESTS[test]
+    q, g = get_features(spec, split, 'query'), get_features(gallery_spec or spec, split, 'gallery')
+    Q = get_split(split, 'query', spec.scale, None, seed=spec.data_seed)
+    r = retrieval_metrics(q['features'], g['features'], q['labels'], g['labels'], metrics=(metric, 'top1'),
+                          distance='cosine', query_is_gallery=False, relevance=query_relevance(Q))
+    return {'top1': r['top1'], 'metric': metric, 'value': r[metric]}
+
+
 def unseen_retrieval(spec, family: str, gallery_spec=None) -> dict:
     """top-1 and mAP (cosine) of `spec`'s features on `family`'s test identities, no model's training identities;
     with `gallery_spec`, its features are the gallery's (a compatibility test, BCT's eq. 2: `spec` embeds the queries)."""
@@ -65,15 +81,9 @@ def unseen_retrieval(spec, family: str, gallery_spec=None) -> dict:
     metrics = ('top1', 'mAP')
     new_split = FAMILIES[family][1]
     gallery_spec = gallery_spec or spec
-    if family == 'gldv2':   # GLDv2-test, as RACT_TESTS evaluates it
-        from compatrepro.metrics import query_relevance
-        from compatrepro.ract import RACT_TESTS
-        split, metric = RACT_TESTS['GLDv2-test']
-        q, g = get_features(spec, split, 'query'), get_features(gallery_spec, split, 'gallery')
-        Q = get_split(split, 'query', spec.scale, None, seed=spec.data_seed)
-        r = retrieval_metrics(q['features'], g['features'], q['labels'], g['labels'], metrics=(metric, 'top1'),
-                              distance='cosine', query_is_gallery=False, relevance=query_relevance(Q))
-        return {'top1': r['top1'], 'mAP': r[metric]}
+    if family == 'gldv2':
+        r = ract_test_retrieval(spec, 'GLDv2-test', gallery_spec)
+        return {'top1': r['top1'], 'mAP': r['value']}
     if family == 'vggface2':
         f, fg = get_features(spec, new_split, 'eval'), get_features(gallery_spec, new_split, 'eval')
         r = retrieval_metrics(f['features'], fg['features'], f['labels'], f['labels'], metrics=metrics,

@@ -4,9 +4,10 @@ RACT's new R101 (the stand-in's ResNet-18) retrieves GLDv2-test's unseen landmar
 ResNet-10) at 10, 20 or 40 epochs of fine-tuning (`family_identities.py --family gldv2`, docs/standin_regime.md).
 Both were fine-tuned from the stand-in's pre-trained model of their architecture (`ract_pretrained`: `glyph-pretrain`,
 seed 0), trained for `TINY_EPOCHS_BY_ARCH`'s epochs: 48 for the ResNet-10, 24 for the ResNet-18. This probe gives the
-ResNet-18 each start, of its own 24 epochs and of the ResNet-10's 48 (`backbone_spec`'s `steps_like`), and fine-tunes RACT's old and new models from each start as
-`41_ract_hot_refresh` does (expansion allocation, independent models), on seeds 0-2; it records every model's own
-retrieval on the three test sets, the pre-trained models' too:
+ResNet-18 each start, of its own 24 epochs and of the ResNet-10's 48 (`backbone_spec`'s `steps_like`), and
+fine-tunes RACT's old and new models from each start as `41_ract_hot_refresh` does (expansion allocation,
+independent models; `ract_spec`'s `pretrained=`), on seeds 0-2; it records every model's own retrieval on the three
+test sets, the pre-trained models' too:
 
     python benchmarks/ract_upgrade_probe.py --seeds 0 1 2 --cache ~/.cache/compatrepro \\
         --out benchmarks/ract_upgrade_probe.csv
@@ -18,51 +19,28 @@ import sys
 
 import pandas as pd
 
+from family_identities import ract_test_retrieval
 from probe_args import apply_probe_arguments, probe_arguments
 
 # start -> the ResNet-18 pre-training's `steps_like` (backbone_spec's: that architecture's epochs)
 STARTS = {'ResNet-18 start of 24 epochs': 'resnet18', "ResNet-18 start with the ResNet-10's epochs": 'resnet10'}
 
 
-def own_retrieval(spec, test: str) -> dict:
-    "top-1 and the test's metric (RACT_TESTS) of `spec`'s features, its queries against its own gallery."
-    from compatrepro.data import get_split
-    from compatrepro.metrics import query_relevance, retrieval_metrics
-    from compatrepro.pipeline import get_features
-    from compatrepro.ract import RACT_TESTS
-
-    split, metric = RACT_TESTS[test]
-    q, g = get_features(spec, split, 'query'), get_features(spec, split, 'gallery')
-    Q = get_split(split, 'query', spec.scale, None, seed=spec.data_seed)
-    r = retrieval_metrics(q['features'], g['features'], q['labels'], g['labels'], metrics=(metric, 'top1'),
-                          distance='cosine', query_is_gallery=False, relevance=query_relevance(Q))
-    return {'top1': r['top1'], 'metric': metric, 'value': r[metric]}
-
-
 def probe_seed(seed: int, scale: str, start: str) -> list:
     "RACT's old R50 and new R101 of the expansion allocation on `seed`, fine-tuned from `start`; the starts too."
-    from compatrepro import ract
     from compatrepro.ract import RACT_ALLOCATIONS, RACT_TESTS, ract_spec
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
+    from compatrepro.specs import backbone_spec
 
     set_context(RunContext.from_env(device='cpu', progress=False))
     P = ExperimentParams(seed=seed, scale=scale, device='cpu')
-    from compatrepro.specs import backbone_spec
-
-    library, like = ract.ract_pretrained, STARTS[start]
-
-    def pretrained(arch, params):   # ract_pretrained's spec, the ResNet-18's with `like`'s epochs
-        if not (arch == 'resnet18' and params.standin): return library(arch, params)
-        return backbone_spec('glyph-pretrain', params.scale, seed=0, arch=arch, steps_like=like)
-
-    ract.ract_pretrained = pretrained   # ract_spec reads it from its module
-    try:
-        old_split, new_split = RACT_ALLOCATIONS['expansion']
-        models = {'old R50': ract_spec(P, old_split, 'R50'), 'new R101': ract_spec(P, new_split, 'R101')}
-        models |= {f'start of {k}': m.pretrained for k, m in models.items()}
-    finally:
-        ract.ract_pretrained = library
-    return [dict(start=start, seed=seed, model=name, epochs=spec.epochs, test=test, **own_retrieval(spec, test))
+    # the ResNet-18's start with `start`'s epochs; the ResNet-10's is ract_pretrained's
+    start_r18 = backbone_spec('glyph-pretrain', scale, seed=0, arch='resnet18', steps_like=STARTS[start])
+    old_split, new_split = RACT_ALLOCATIONS['expansion']
+    models = {'old R50': ract_spec(P, old_split, 'R50'),
+              'new R101': ract_spec(P, new_split, 'R101', pretrained=start_r18)}
+    models |= {f'start of {k}': m.pretrained for k, m in models.items()}
+    return [dict(start=start, seed=seed, model=name, epochs=spec.epochs, test=test, **ract_test_retrieval(spec, test))
             for name, spec in models.items() for test in RACT_TESTS]
 
 

@@ -202,6 +202,12 @@ def summary(paths, tolerance: float = 1.0) -> str:
     return '\n'.join(out)
 
 
+def schedules(m):
+    "(E, the rows at E, the rows at 2E) of one model's rows `m` of a doubling run, each indexed by seed."
+    E = m.epochs.min()
+    return E, m[m.epochs == E].set_index('seed'), m[m.epochs == 2*E].set_index('seed')
+
+
 def doubling_table(paths, tolerance: float = 1.0) -> str:
     """The doubling test per candidate and model (mean over seeds): top-1 / mAP at the model's schedule E and at 2E,
     the largest move of either on any seed, and the CPU minutes of one thread that the model took at E (`cpu_seconds`;
@@ -218,8 +224,7 @@ def doubling_table(paths, tolerance: float = 1.0) -> str:
         pairs = g.pair.nunique() > 1 or (g.pair != 'imagenet').any()   # name any pair but the screen's own
         moves, cpu = [], 0.
         for (pair, model), m in g.groupby(['pair', 'model'], sort=False):
-            E = m.epochs.min()
-            a, b = m[m.epochs == E].set_index('seed'), m[m.epochs == 2*E].set_index('seed')
+            E, a, b = schedules(m)
             if b.empty: continue   # a cross-test at E only (new/old)
             move = max(((b[k] - a[k]).abs().max() for k in ('top1', 'mAP')), default=float('nan'))
             c = a.cpu_seconds.mean()/60   # nan: every seed's model came from the cache

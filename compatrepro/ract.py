@@ -75,8 +75,9 @@ def ract_spec(params: ExperimentParams, split: str, arch: str = 'R50', compat=No
         e, b = RACT_PAPER_RECIPE['epochs'], RACT_PAPER_RECIPE['batch'][a]
     # no warm-up in RACT's schedule
     spec = ract_recipe(replace(base, **({'epochs': e, 'batch_size': b, 'warmup_epochs': 0.} | params.overrides)))
-    return params.fit(replace(spec, augment=True, pretrained=ract_pretrained(a, params), compat=compat,
-                              compat_views=1 if compat is None else 2, **kw))
+    fields = dict(augment=True, pretrained=ract_pretrained(a, params), compat=compat,
+                  compat_views=1 if compat is None else 2)
+    return params.fit(replace(spec, **(fields | kw)))   # `kw` overrides any of them too (a probe's `pretrained`)
 
 def ract_specs(params: ExperimentParams, allocation: str, arch_new: str = 'R101', methods=('vanilla', 'ours'),
                extra: dict|None = None, **kw) -> dict:
