@@ -246,6 +246,12 @@ def test_doubling_noise_by_hand():
     assert x.mean_move_top1 == pytest.approx(3.0) and x.se_move_top1 == pytest.approx(0.0)
     assert x.largest_move_mAP == pytest.approx(3.0)
     assert x.pass_chance_if_converged == pytest.approx(N._pass_chance(2.0, 3))   # the noisier metric decides
+    assert not x.converged_mean and not x.converged_every_seed   # +3 points on every seed
+    assert N._mean_pass_chance(2 ** -0.5 * 3 ** 0.5, 3) == pytest.approx(0.6827, abs=1e-4)   # the mean's sd: 1 point
+    rows = [dict(candidate='c', pair='imagenet', model='new/new', epochs=e, seed=s, top1=50. + m, mAP=40. + m)
+            for s, moves in enumerate(((0.,) * 2, (0., 1.5), (0., -0.6))) for e, m in zip((10, 20), moves)]
+    y = N.noise_rows(pd.DataFrame(rows)).iloc[0]   # moves 0, +1.5, -0.6: mean +0.3, one seed past a point
+    assert y.mean_move_mAP == pytest.approx(0.3) and y.converged_mean and not y.converged_every_seed
 
 
 def test_docs_show_the_committed_screens():
