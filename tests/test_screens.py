@@ -254,6 +254,24 @@ def test_doubling_noise_by_hand():
     assert y.mean_move_mAP == pytest.approx(0.3) and y.converged_mean and not y.converged_every_seed
 
 
+def test_seed_cost_by_hand(tmp_path):
+    """A seed's hours count each artifact once (the first run that made it) and are the mean over the seeds; the
+    backbones scale by the candidate's CPU at E over the library's, the rest stays."""
+    import json
+    import seed_cost
+
+    runs = [('20', 0, {'backbone/a': 3600., 'transformation/t': 1800.}), ('21', 0, {'backbone/a': 3600.}),
+            ('20', 1, {'backbone/b': 7200., 'transformation/t': 1800., 'glyphs/g': None})]
+    for nb, seed, made in runs:
+        (tmp_path / f'{nb}.seed{seed}.json').write_text(json.dumps(dict(seed=seed, made=made)))
+    assert seed_cost.record_hours(tmp_path) == {'backbone': 1.5, 'transformation': 0.5}
+    rows = [dict(candidate=c, pair='imagenet', model=m, epochs=e, seed=0, cpu_seconds=cpu)
+            for c, k in (('library-e48', 1), ('w16', 2)) for m in ('old/old', 'new/new')
+            for e, cpu in ((10, 50. * k), (20, 999.))]
+    pd.DataFrame(rows).to_csv(tmp_path / 'screen.csv', index=False)
+    assert seed_cost.table([tmp_path / 'screen.csv'], tmp_path).splitlines()[-1] == '| w16 | 2.00 | 3.0 | 0.5 | 3.5 |'
+
+
 def test_docs_show_the_committed_screens():
     """The docs' tables (the recipe screen, RM's ladder, BCT's identity lever) are the scripts' own summaries of the
     committed CSVs, not numbers typed by hand: `python benchmarks/docs_tables.py` rewrites them."""
