@@ -270,6 +270,15 @@ def test_seed_cost_by_hand(tmp_path):
             for e, cpu in ((10, 50. * k), (20, 999.))]
     pd.DataFrame(rows).to_csv(tmp_path / 'screen.csv', index=False)
     assert seed_cost.table([tmp_path / 'screen.csv'], tmp_path).splitlines()[-1] == '| w16 | 2.00 | 3.0 | 0.5 | 3.5 |'
+    log = ['[compatrepro] training the mcl transformation places-182 -> places-365 (tiny, seed 1)\n',
+           '[compatrepro] made mcl transformation (transformation t) in 1800.0s\n']   # RM's psi/rho on Places
+    cells = [dict(outputs=[dict(text=[line])]) for line in log]
+    (tmp_path / '20.seed1.ipynb').write_text(json.dumps(dict(cells=cells)))
+    from compatrepro.rm import RM_DATASETS
+    from compatrepro.specs import STANDIN_TRANSFORMATION_RECIPES
+    cut = RM_DATASETS['Places-365'].standin_epochs / STANDIN_TRANSFORMATION_RECIPES['tiny']['epochs_rm']
+    assert seed_cost.rm_epoch_cut(tmp_path / '20.seed1.ipynb') == {'transformation/t': cut}
+    assert seed_cost.record_hours(tmp_path, tmp_path)['transformation'] == pytest.approx((0.5 + 0.5 * cut) / 2)
 
 
 def test_docs_show_the_committed_screens():
