@@ -4,7 +4,8 @@ Each tiny run records the seconds it took to make every artifact it made (`made`
 artifact another notebook made first is read from the cache and counted once). Summed over a seed's runs, by kind,
 they say where a seed's hours go at the library's recipe. A candidate backbone recipe changes the backbones' cost by
 about the ratio of its old and new models' CPU at their schedule E to the library's (the recipe screen's
-`cpu_seconds`, mean over its seeds); the transformations and features are taken as they are, except RM's psi/rho,
+`cpu_seconds`, mean over its seeds); the transformations, features and the runs' own computing (a run's duration
+less its artifacts' seconds) are taken as they are, except RM's psi/rho,
 which the records made at the epochs of `epochs_rm` and which now train each dataset's `RMData.standin_epochs` (the
 doubling ladder's): their seconds are scaled by that ratio, each transformation's objective and splits read from the
 log lines of the run's executed notebook. A projection, not a measurement: the records' seconds are wall seconds of runs made two at a time, and the ratio is measured on one pair
@@ -50,19 +51,25 @@ LIBRARY = 'library-e48'   # the recipe screen's row of the library's own recipe
 
 def record_hours(runs: Path = RUNS, notebooks: Path = NOTEBOOKS) -> dict:
     """{artifact kind: hours of one seed}, each artifact counted once per seed, the mean over the seeds recorded; RM's
-    psi/rho at today's stand-in epochs (`rm_epoch_cut` of the run's executed notebook, where there is one)."""
-    made, seeds = defaultdict(dict), set()
+    psi/rho at today's stand-in epochs (`rm_epoch_cut` of the run's executed notebook, where there is one); and
+    'evaluation': the runs' durations less what they spent making artifacts."""
+    made, evaluation, seeds = defaultdict(dict), defaultdict(float), set()
     for p in sorted(runs.glob('*.json')):
         r = json.loads(p.read_text())
         seeds.add(r['seed'])
         nb = notebooks / f'{p.stem}.ipynb'
         cut = rm_epoch_cut(nb) if nb.exists() else {}
+        made_here = 0.
         for key, seconds in (r.get('made') or {}).items():
-            if seconds is not None: made[r['seed']].setdefault(key, seconds * cut.get(key, 1.))
+            if seconds is None: continue
+            made_here += seconds
+            made[r['seed']].setdefault(key, seconds * cut.get(key, 1.))
+        evaluation[r['seed']] += (r.get('duration') or made_here) - made_here   # the notebook's own computing
     hours = defaultdict(float)
     for seed in seeds:
         for key, seconds in made[seed].items():
             hours[key.split('/')[0]] += seconds / 3600 / len(seeds)
+        hours['evaluation'] += evaluation[seed] / 3600 / len(seeds)
     return dict(hours)
 
 

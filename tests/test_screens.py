@@ -262,14 +262,15 @@ def test_seed_cost_by_hand(tmp_path):
 
     runs = [('20', 0, {'backbone/a': 3600., 'transformation/t': 1800.}), ('21', 0, {'backbone/a': 3600.}),
             ('20', 1, {'backbone/b': 7200., 'transformation/t': 1800., 'glyphs/g': None})]
-    for nb, seed, made in runs:
-        (tmp_path / f'{nb}.seed{seed}.json').write_text(json.dumps(dict(seed=seed, made=made)))
-    assert seed_cost.record_hours(tmp_path) == {'backbone': 1.5, 'transformation': 0.5}
+    for nb, seed, made in runs:   # each run also spends 720 s of its own
+        duration = sum(v for v in made.values() if v) + 720.
+        (tmp_path / f'{nb}.seed{seed}.json').write_text(json.dumps(dict(seed=seed, made=made, duration=duration)))
+    assert seed_cost.record_hours(tmp_path) == pytest.approx({'backbone': 1.5, 'transformation': 0.5, 'evaluation': 0.3})
     rows = [dict(candidate=c, pair='imagenet', model=m, epochs=e, seed=0, cpu_seconds=cpu)
             for c, k in (('library-e48', 1), ('w16', 2)) for m in ('old/old', 'new/new')
             for e, cpu in ((10, 50. * k), (20, 999.))]
     pd.DataFrame(rows).to_csv(tmp_path / 'screen.csv', index=False)
-    assert seed_cost.table([tmp_path / 'screen.csv'], tmp_path).splitlines()[-1] == '| w16 | 2.00 | 3.0 | 0.5 | 3.5 |'
+    assert seed_cost.table([tmp_path / 'screen.csv'], tmp_path).splitlines()[-1] == '| w16 | 2.00 | 3.0 | 0.8 | 3.8 |'
     log = ['[compatrepro] training the mcl transformation places-182 -> places-365 (tiny, seed 1)\n',
            '[compatrepro] made mcl transformation (transformation t) in 1800.0s\n']   # RM's psi/rho on Places
     cells = [dict(outputs=[dict(text=[line])]) for line in log]
