@@ -4,12 +4,12 @@ Each tiny run records the seconds it took to make every artifact it made (`made`
 artifact another notebook made first is read from the cache and counted once). Summed over a seed's runs, by kind,
 they say where a seed's hours go at the library's recipe. A candidate backbone recipe changes the backbones' cost by
 about the ratio of its old and new models' CPU at their schedule E to the library's (the recipe screen's
-`cpu_seconds`, mean over its seeds); the transformations, features and the runs' own computing (a run's duration
-less its artifacts' seconds) are taken as they are, except RM's psi/rho,
-which the records made at the epochs of `epochs_rm` and which now train each dataset's `RMData.standin_epochs` (the
-doubling ladder's): their seconds are scaled by that ratio, each transformation's objective and splits read from the
-log lines of the run's executed notebook. A projection, not a measurement: the records' seconds are wall seconds of runs made two at a time, and the ratio is measured on one pair
-(the ImageNet stand-in's ResNet-10s); the re-run measures the real cost.
+`cpu_seconds`, mean over its seeds); the transformations, features and the runs' own computing (a run's duration less
+its artifacts' seconds) are taken as they are, except RM's psi/rho, which the records made at the epochs of
+`epochs_rm` and which now train each dataset's `RMData.standin_epochs` (the doubling ladder's): their seconds are
+scaled by that ratio, each transformation's objective and splits read from the log lines of the run's executed
+notebook. A projection, not a measurement: the records' seconds are wall seconds of runs made two at a time, and the
+ratio is measured on one pair (the ImageNet stand-in's ResNet-10s); the re-run measures the real cost.
 
     python benchmarks/seed_cost.py benchmarks/recipe_screen/*.csv
 """
