@@ -265,7 +265,8 @@ def test_seed_cost_by_hand(tmp_path):
     for nb, seed, made in runs:   # each run also spends 720 s of its own
         duration = sum(v for v in made.values() if v) + 720.
         (tmp_path / f'{nb}.seed{seed}.json').write_text(json.dumps(dict(seed=seed, made=made, duration=duration)))
-    assert seed_cost.record_hours(tmp_path) == pytest.approx({'backbone': 1.5, 'transformation': 0.5, 'evaluation': 0.3})
+    hours = seed_cost.record_hours(tmp_path)
+    assert hours == pytest.approx({'backbone': 1.5, 'transformation': 0.5, 'evaluation': 0.3})
     rows = [dict(candidate=c, pair='imagenet', model=m, epochs=e, seed=0, cpu_seconds=cpu)
             for c, k in (('library-e48', 1), ('w16', 2)) for m in ('old/old', 'new/new')
             for e, cpu in ((10, 50. * k), (20, 999.))]
