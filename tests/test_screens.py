@@ -68,6 +68,27 @@ def test_standin_regime_screen_runs(tmp_path):
     convergence_rows_ok(d)
 
 
+def test_old_seen_unseen_splits_the_screens_models(tmp_path):
+    """The probe rebuilds the screen's models from its CSV's recipe and knobs and finds them in its cache (it trains
+    nothing); its 'all' rows are the screen's own numbers, and the two halves' queries add up to them."""
+    args = ['--smoke', '--pairs', 'imagenet', '--models', 'old', 'new', '--double', '--epochs', '1', '--warmup-epochs',
+            '0', '--width', '4', '--clutter', '2', '--cache', str(tmp_path / 'cache')]
+    screen = run_script('standin_regime', tmp_path, *args)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    out = tmp_path / 'halves.csv'
+    r = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'old_seen_unseen.py'), str(screen), '--smoke',
+                        '--cache', str(tmp_path / 'cache'), '--out', str(out)],
+                       capture_output=True, text=True, env=env, cwd=ROOT / 'benchmarks', timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert 'training' not in r.stderr
+    h, s = pd.read_csv(out), pd.read_csv(screen)
+    for x in h[h.classes == 'all'].itertuples():
+        y = s[(s.model == x.model) & (s.epochs == x.epochs)].iloc[0]
+        assert (x.top1, x.mAP) == pytest.approx((y.top1, y.mAP), abs=0.011)
+    n = h.pivot_table(index=['model', 'epochs'], columns='classes', values='queries')
+    assert (n.seen + n.unseen == n['all']).all() and (n.seen > 0).all() and (n.unseen > 0).all()
+
+
 @pytest.mark.parametrize('lever', [['--ema', '0.9'], ['--lookahead', '2'], ['--whitened-stem']])
 def test_speedrun_levers_run_in_the_screen(tmp_path, lever):
     args = ['--smoke', '--pairs', 'imagenet', '--models', 'old', 'new', '--double', '--epochs', '1', '--warmup-epochs', '0',
