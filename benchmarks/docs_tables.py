@@ -16,7 +16,7 @@ BENCH = ROOT / 'benchmarks'
 def tables() -> dict:
     "(page, block name) -> the table its script makes now from the committed CSVs."
     import bct_face_probe, bct_l2_probe, doubling_noise, family_identities, rm_epochs_ladder, simclr_screen
-    import ract_upgrade_probe, seed_cost, vit_screen
+    import old_seen_unseen, ract_upgrade_probe, seed_cost, vit_screen
     from standin_regime import coverage_table, doubling_table
 
     screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
@@ -25,6 +25,8 @@ def tables() -> dict:
     return {('docs/standin_regime.md', 'recipe screen'): doubling_table(screens),
             ('docs/standin_regime.md', 'convergence'): doubling_table(convergence),
             ('docs/standin_regime.md', 'seed cost'): seed_cost.table(screens),
+            ('docs/standin_regime.md', 'old seen unseen'):
+                old_seen_unseen.summary(sorted((BENCH / 'old_seen_unseen').glob('*.csv'))),
             ('docs/standin_regime.md', 'doubling noise'): doubling_noise.table(convergence + screens),
             ('docs/standin_regime.md', 'convergence coverage'):
                 coverage_table(convergence, ROOT / 'results' / 'tiny' / 'runs'),

@@ -58,27 +58,33 @@ def seen_unseen_rows(csv: Path, scale: str = 'tiny') -> list[dict]:
 
 
 def summary(paths) -> str:
-    "Markdown: per candidate, model and class half, top-1 / mAP at E and 2E (mean over seeds) and the mean move."
+    """Markdown: per candidate, model and class half, top-1 / mAP at E and 2E (mean over seeds), the mean move and the
+    largest on any seed (top-1 or mAP)."""
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    out = ['| candidate | model | classes | seeds | top-1 / mAP at E | at 2E | mean move, top-1 / mAP |',
-           '|---|---|---|---|---|---|---|']
+    out = ['| candidate | model | classes | seeds | top-1 / mAP at E | at 2E | mean move, top-1 / mAP | largest move |',
+           '|---|---|---|---|---|---|---|---|']
     for (cand, model, half), g in d.groupby(['candidate', 'model', 'classes'], sort=False):
         E = g.epochs.min()
         a, b = g[g.epochs == E].set_index('seed'), g[g.epochs == 2 * E].set_index('seed')
         mv = b[['top1', 'mAP']] - a[['top1', 'mAP']]
         out.append(f"| {cand} | {model} | {half} | {','.join(map(str, sorted(a.index)))} | "
                    f"{a.top1.mean():.1f} / {a.mAP.mean():.1f} | {b.top1.mean():.1f} / {b.mAP.mean():.1f} | "
-                   f"{mv.top1.mean():+.1f} / {mv.mAP.mean():+.1f} |")
+                   f"{mv.top1.mean():+.1f} / {mv.mAP.mean():+.1f} | {mv.abs().max().max():.1f} |")
     return '\n'.join(out)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('screen', help="a candidate's CSV of standin_regime.py (ImageNet pair, --double)")
-    p.add_argument('--cache', required=True, help="the candidate's artifact cache")
-    p.add_argument('--out', required=True)
+    p.add_argument('screen', nargs='?', help="a candidate's CSV of standin_regime.py (ImageNet pair, --double)")
+    p.add_argument('--summary', nargs='+', metavar='CSV', help="print the table of this probe's CSVs and stop")
+    p.add_argument('--cache', help="the candidate's artifact cache")
+    p.add_argument('--out')
     p.add_argument('--smoke', action='store_true', help='the screen ran at the smoke scale (a check that this runs)')
     a = p.parse_args(argv)
+    if a.summary:
+        print(summary(a.summary)); return
+    if not (a.screen and a.cache and a.out):
+        p.error('give a screen CSV, --cache and --out (or --summary CSV...)')
     os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache).resolve())
     os.environ.setdefault('COMPATREPRO_PROGRESS', '0')
     rows = seen_unseen_rows(Path(a.screen), 'smoke' if a.smoke else 'tiny')

@@ -75,11 +75,12 @@ def record_hours(runs: Path = RUNS, notebooks: Path = NOTEBOOKS) -> dict:
 
 def backbone_ratios(paths) -> pd.Series:
     """{candidate: its old and new models' CPU at E over the library's}, each the mean over the candidate's seeds; a
-    candidate whose models at E came from another's cache is left out."""
+    candidate whose models at E came from another's cache, or that screened one of them only, is left out."""
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     d = d[(d.pair == 'imagenet') & d.model.isin(['old/old', 'new/new'])]
     at_E = d[d.epochs == d.groupby('candidate').epochs.transform('min')]
     at_E = at_E[at_E.groupby('candidate').cpu_seconds.transform('min') > 0]   # not read from another's cache
+    at_E = at_E[at_E.groupby('candidate').model.transform('nunique') == 2]   # both models screened
     cpu = at_E.groupby(['candidate', 'seed']).cpu_seconds.sum().groupby('candidate').mean()
     return (cpu / cpu[LIBRARY]).sort_values()
 
