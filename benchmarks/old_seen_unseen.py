@@ -44,7 +44,7 @@ def seen_unseen_rows(csv: Path, scale: str = 'tiny') -> list[dict]:
     for seed in sorted(d.seed.unique()):
         specs = pair_specs('imagenet', scale, int(seed), ['old', 'new'], recipe)
         seen = set(get_split(old_split, 'train', scale, seed=specs['old'].data_seed).labels.tolist())
-        for name in ('old', 'new'):
+        for name in sorted({m.split('/')[0] for m in d[d.seed == seed].model}, reverse=True):   # old, new
             for spec in (specs[name], doubled(specs[name])):
                 f = get_features(spec, ev, 'eval')
                 per = retrieval_metrics(f['features'], f['features'], f['labels'], f['labels'],
