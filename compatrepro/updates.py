@@ -39,11 +39,12 @@ def update_specs(params: ExperimentParams, old_split: str, new_split: str, basel
     """{'old', 'new', *baselines}: the backbone specs of an update (`kw` for both, `old_kw`/`new_kw` for one of them).
     `old_steps_like_new`: on the stand-in, give the old model as many optimizer steps as the new one (its epochs scaled
     by the ratio of training-set sizes) unless the epochs are overridden; see `23_fastfill_vggface2` for why."""
-    old = params.fit(backbone_spec(old_split, params.scale, params.seed, **(params.overrides | kw | (old_kw or {}))))
     new = params.fit(backbone_spec(new_split, params.scale, params.seed, **(params.overrides | kw | (new_kw or {}))))
+    old_kw = params.overrides | kw | (old_kw or {})
     if old_steps_like_new and params.standin and 'epochs' not in params.overrides:
         n_old, n_new = (len(get_split(s, 'train', params.scale, params.data_root)) for s in (old_split, new_split))
-        old = replace(old, epochs=round(new.epochs*n_new/n_old))
+        old_kw |= {'epochs': round(new.epochs*n_new/n_old)}   # through backbone_spec: a step schedule follows
+    old = params.fit(backbone_spec(old_split, params.scale, params.seed, **old_kw))
     out = {'old': old, 'new': new}
     for b in baselines:
         if b not in BASELINES: raise ValueError(f"unknown baseline {b!r}; use one of {list(BASELINES)}")
