@@ -26,6 +26,7 @@ RUNS = ROOT / 'results' / 'tiny' / 'runs'
 NOTEBOOKS = ROOT / 'results' / 'tiny' / 'notebooks'
 TRAINING = re.compile(r'training the (\S+) transformation (\S+) -> (\S+) \(tiny')
 MADE = re.compile(r'made \S+ transformation \(transformation (\w+)\)')
+LIBRARY = 'library-e48'   # the recipe screen's row of the library's own recipe
 
 
 def rm_epoch_cut(notebook: Path) -> dict:
@@ -46,7 +47,6 @@ def rm_epoch_cut(notebook: Path) -> dict:
                 cut[f'transformation/{m.group(1)}'] = today[(old, new)] / recorded
             last = None
     return cut
-LIBRARY = 'library-e48'   # the recipe screen's row of the library's own recipe
 
 
 def record_hours(runs: Path = RUNS, notebooks: Path = NOTEBOOKS) -> dict:
