@@ -118,10 +118,13 @@ def test_paper_scale_bct_path(faces):
     "Notebook 30's path at paper scale: BCT's CosFace old model on half of IMDB-Face, a BCT new model, IJB-C's 1:1 and 1:N tests."
     from compatrepro.runtime import ExperimentParams
     from compatrepro.updates import update_specs
+    from compatrepro.specs import backbone_spec
     from compatrepro.bct import face_features, face_data, face_test
     P = ExperimentParams(scale='paper', data_root=faces.data_root, epochs=1, batch_size=4)
     specs = update_specs(P, 'imdbface-50', 'imdbface', ['new-β'], arch='resnet18')
-    assert specs['old'].head == 'cosface' and specs['old'].head_scale == 32. and specs['old'].milestones == (8, 12, 14)   # BCT sec. 3.2
+    assert specs['old'].head == 'cosface' and specs['old'].head_scale == 32.   # BCT sec. 3.2
+    assert backbone_spec('imdbface-50', 'paper').milestones == (8, 12, 14)     # of 16 epochs; a 1-epoch run at the same fractions
+    assert specs['old'].milestones == tuple(round(m / 16, 2) for m in (8, 12, 14))
     for k in ('old', 'new-β'):
         assert np.isfinite(cached_backbone(specs[k])['history'][0]['loss'])
     data = face_data(P)
