@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from standin_regime import PAIRS, doubled, pair_specs   # this folder is on the path
+from standin_regime import PAIRS, doubled, pair_specs, schedules   # this folder is on the path
 
 
 def seen_unseen_rows(csv: Path, scale: str = 'tiny') -> list[dict]:
@@ -64,8 +64,7 @@ def summary(paths) -> str:
     out = ['| candidate | model | classes | seeds | top-1 / mAP at E | at 2E | mean move, top-1 / mAP | largest move |',
            '|---|---|---|---|---|---|---|---|']
     for (cand, model, half), g in d.groupby(['candidate', 'model', 'classes'], sort=False):
-        E = g.epochs.min()
-        a, b = g[g.epochs == E].set_index('seed'), g[g.epochs == 2 * E].set_index('seed')
+        _, a, b = schedules(g)
         mv = b[['top1', 'mAP']] - a[['top1', 'mAP']]
         out.append(f"| {cand} | {model} | {half} | {','.join(map(str, sorted(a.index)))} | "
                    f"{a.top1.mean():.1f} / {a.mAP.mean():.1f} | {b.top1.mean():.1f} / {b.mAP.mean():.1f} | "
