@@ -26,6 +26,12 @@ train the same models:
         --augment --epochs 32 --n-train 300 --clutter 3 --noise 0 0.08 --seeds 0 1 2 --double \\
         --out benchmarks/standin_regime/w8-sgd-e32.csv
 
+`--identities N --images M` gives the pairs' family N training identities of M images each (the identity lever of
+`family_identities.py`; its evaluation identities as many as the stand-in's), e.g. the face pair at 480 of 25:
+
+    python benchmarks/standin_regime.py --pairs imdbface --models old new --identities 480 --images 25 --double \
+        --seeds 0 1 2 --cache /tmp/face-480 --out benchmarks/recipe_screen/face-480x25-e48.csv
+
 Rows: candidate, recipe, knobs, seed, pair, model, epochs, top1, mAP, chance, train_seconds, cpu_seconds. `--summary FILE...` prints the lever table
 (mean and per seed, and each criterion's verdict per seed) that docs/standin_regime.md shows; `--doubling FILE...` the
 doubling test per model with its CPU minutes (the recipe screen's table there).
@@ -36,6 +42,7 @@ from pathlib import Path
 
 import torch
 
+from probe_args import identity_arguments, set_family_identities
 from standin_convergence import knob_args   # the stand-in's knobs as flags (this folder is on the path)
 
 # (old split, new split, evaluation split, both backbones' keyword arguments): as 20_fastfill_imagenet (ml-fct's
@@ -44,6 +51,7 @@ from standin_convergence import knob_args   # the stand-in's knobs as flags (thi
 PAIRS = {'imagenet': ('imagenet-500', 'imagenet-1k', 'imagenet-1k', {'embedding': 'mlfct'}),
          'imdbface': ('imdbface-50', 'imdbface', 'ijbc', {}),
          'arch': ('imagenet-1k', 'imagenet-1k', 'imagenet-1k', {'embedding': 'mlfct'})}
+PAIR_FAMILY = {'imagenet': 'imagenet', 'imdbface': 'imdbface', 'arch': 'imagenet'}   # whose identities --identities sets
 PAIR_ARCHS = {'arch': ('resnet10', 'resnet18')}   # (old, new): 25's stand-in upgrade across architectures
 PREMISE_PAIRS = ('imagenet', 'imdbface')          # the premise screen's updates (--pairs' default)
 COMPATIBLE = ('BCT', 'RACT')
@@ -276,7 +284,11 @@ def main(argv=None):
     p.add_argument('--candidate', default=None, help="the regime's name in the table (default: the stem of --out)")
     p.add_argument('--out', required=True)
     knob_args(p)
+    identity_arguments(p, "the pairs' family's")
     a = p.parse_args(argv)
+    families = {PAIR_FAMILY[q] for q in a.pairs}
+    if a.identities is not None and len(families) > 1:
+        p.error(f"--identities gives one family its identities: give --pairs of one family (these are {sorted(families)})")
     torch.set_num_threads(a.threads)
     out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
     os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache or out.with_suffix('.cache')).resolve())
@@ -293,6 +305,12 @@ def main(argv=None):
     knobs = {f.name: (tuple(v) if isinstance(v, list) else v) for f in fields(standin.GlyphConfig)
              if (v := getattr(a, f.name, None)) is not None}
     standin.STANDIN_CONFIGS[scale] = replace(standin.STANDIN_CONFIGS[scale], **knobs)   # this process only: own cache
+    if a.identities is not None:   # the identity lever (its own cache: the default one beside --out, or --cache)
+        if a.images is None: p.error('give --identities and --images together (e.g. --identities 480 --images 25)')
+        set_family_identities(scale, families.pop(), a.identities, a.images)
+        knobs |= {'identities': a.identities, 'n_train': a.images}
+    elif a.images is not None:
+        p.error('give --identities and --images together (e.g. --identities 480 --images 25)')
     over = {k: v for k, v in dict(arch=a.arch, width=a.width, optimizer=a.optimizer, lr=a.lr, lr_batch=a.lr_batch,
                                   momentum=a.momentum, weight_decay=a.weight_decay, batch_size=a.batch_size,
                                   epochs=a.epochs, warmup_epochs=a.warmup_epochs, label_smoothing=a.label_smoothing).items()
