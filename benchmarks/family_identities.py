@@ -111,7 +111,7 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None, bas
     ('new-β / old': its queries against the old model's gallery, BCT's eq. 2)."""
     from compatrepro.pipeline import cached_backbone
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
-    from compatrepro.standin import family_sizes, standin_config
+    from compatrepro.standin import family_images, family_sizes, standin_config
     from compatrepro.updates import update_specs
 
     set_context(RunContext.from_env(device='cpu', progress=False))
@@ -133,7 +133,7 @@ def probe_seed(seed: int, scale: str, family: str, over: dict | None = None, bas
     for name, spec in specs.items():
         art = cached_backbone(spec)
         loss = [h['loss'] for h in art['history']]   # a training that stalls shows here
-        rows.append(dict(family=family, identities=trained, images=cfg.n_train, unseen_identities=unseen,
+        rows.append(dict(family=family, identities=trained, images=family_images(cfg, family)[0], unseen_identities=unseen,
                          recipe=recipe_name(over), seed=seed, model=name, epochs=spec.epochs,
                          **unseen_retrieval(spec, family), first_loss=loss[0], last_loss=loss[-1],
                          train_seconds=art.get('train_seconds', float('nan'))))

@@ -57,8 +57,8 @@ def run_variants(a: argparse.Namespace, library: str, prepare, measure, summary,
 
 
 def set_family_identities(scale: str, family: str, identities: int, images: int) -> None:
-    """This process's stand-in: `family` with `identities` training identities of `images` training images each (every
-    family's pools get that many), its evaluation-only identities as many as the stand-in's. A stand-in knob is not in
+    """This process's stand-in: `family` with `identities` training identities of `images` training images each (the
+    other families as they were), its evaluation-only identities as many as the stand-in's. A stand-in knob is not in
     the models' cache keys: the caller gives the process a cache of its own."""
     from dataclasses import replace
 
@@ -67,8 +67,7 @@ def set_family_identities(scale: str, family: str, identities: int, images: int)
     cfg = standin.STANDIN_CONFIGS[scale]
     unseen = standin.family_sizes(cfg)[family][1]
     others = tuple(e for e in cfg.family_classes if e[0] != family)
-    standin.STANDIN_CONFIGS[scale] = replace(cfg, n_train=images,
-                                             family_classes=others + ((family, identities, unseen),))
+    standin.STANDIN_CONFIGS[scale] = replace(cfg, family_classes=others + ((family, identities, unseen, images),))
 
 
 def identity_arguments(ap: argparse.ArgumentParser, whose: str) -> argparse.ArgumentParser:

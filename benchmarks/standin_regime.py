@@ -27,7 +27,8 @@ train the same models:
         --out benchmarks/standin_regime/w8-sgd-e32.csv
 
 `--identities N --images M` gives the pairs' family N training identities of M images each (the identity lever of
-`family_identities.py`; its evaluation identities as many as the stand-in's), e.g. the face pair at 480 of 25:
+`family_identities.py`, the other families as they were; its evaluation identities as many as the stand-in's; the
+knobs column says `identities` and `n_train`, the family's), e.g. the face pair at 480 of 25:
 
     python benchmarks/standin_regime.py --pairs imdbface --models old new --identities 480 --images 25 --double \
         --seeds 0 1 2 --cache /tmp/face-480 --out benchmarks/recipe_screen/face-480x25-e48.csv

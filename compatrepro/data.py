@@ -16,7 +16,7 @@ from torch.utils.data import Dataset
 from .runtime import ArtifactCache
 
 from .core import STANDIN_SCALES, check_scale, register_version, seeded_rng, spec_key
-from .standin import STANDIN_FAMILIES, GlyphConfig, family_sizes, standin_config
+from .standin import STANDIN_FAMILIES, GlyphConfig, family_images, family_sizes, standin_config
 from .glyphs import GlyphDataset, glyph_universe
 from .manifests import ManifestDataset, load_manifest
 
@@ -319,7 +319,7 @@ def _tiny_table(family: str, U: dict, cfg: GlyphConfig) -> tuple[pd.DataFrame, d
     """The stand-in of `family` (`U`: its `glyph_universe`) laid out like the paper dataset: a table with `label`,
     `split`, `group`, `src` (row of the training pool, or -1-row of the evaluation pool). Labels 0..t-1 are the
     classes its models may train on (`U['n_trained']`), the others evaluation-only (`family_sizes`)."""
-    t, nt = U['n_trained'], cfg.n_train
+    t, nt = U['n_trained'], family_images(cfg, family)[0]
     tl, el = U['train_labels'].numpy(), U['eval_labels'].numpy()
     ne = int(np.bincount(el).max()) if len(el) else 0
     pos = np.tile(np.arange(ne), len(U['class_names']))             # position of an eval image within its class

@@ -32,8 +32,8 @@ class GlyphConfig:
     ijbc_images: int = 35            # evaluation images per IJB-C subject (03_data cuts them into templates)
     n_train: int = 100               # images per class in the training pool (classes models may train on)
     n_eval: int = 20                 # images per class in the evaluation pool (query/gallery), disjoint
-    family_classes: tuple = ()       # ((family, trained classes, evaluation-only classes), ...): overrides
-                                     # `family_sizes`
+    family_classes: tuple = ()       # ((family, trained classes, evaluation-only classes[, training images per
+                                     # class]), ...): overrides `family_sizes` (and `n_train`: `family_images`)
     image_size: int = 32             # H = W of the RGB images
     render_size: int = 64            # glyph masks are drawn at this size, then warped and pooled down
     glyph_box: float = 0.8           # a glyph's longer side fills this fraction of the mask (of its half, in a pair)
@@ -66,9 +66,11 @@ class GlyphConfig:
             raise ValueError("image_size must be >= 8 and render_size an even number >= image_size, got "
                              f"{self.image_size}, {self.render_size}")
         for entry in self.family_classes:
-            if len(entry) != 3 or entry[0] not in STANDIN_FAMILIES or min(entry[1:]) < 0 or sum(entry[1:]) < 1:
-                raise ValueError("family_classes entries are (family, trained classes, evaluation-only classes) with "
-                                 f"a family of {STANDIN_FAMILIES} and counts >= 0, not both 0; got {entry!r}")
+            if (len(entry) not in (3, 4) or entry[0] not in STANDIN_FAMILIES or min(entry[1:3]) < 0
+                    or sum(entry[1:3]) < 1 or (len(entry) == 4 and entry[3] < 1)):
+                raise ValueError("family_classes entries are (family, trained classes, evaluation-only classes) or "
+                                 "(family, trained classes, evaluation-only classes, training images per class) with "
+                                 f"a family of {STANDIN_FAMILIES}, counts >= 0 and not both 0, images >= 1; got {entry!r}")
 
 STANDIN_CONFIGS = {'tiny': GlyphConfig(),
                    'smoke': GlyphConfig(n_classes=24, n_unseen=24, ijbc_subjects=8, ijbc_images=11, n_train=16,
@@ -93,12 +95,14 @@ def family_sizes(cfg: GlyphConfig) -> dict[str, tuple[int, int]]:
     out = {f: (n, 0) for f in STANDIN_FAMILIES}
     out.update(market1501=(n//2, n - n//2), vggface2=(n - v, v), gldv2=(n, u), roxford5k=(0, u), rparis6k=(0, u),
                ijbc=(0, cfg.ijbc_subjects))
-    out.update({f: (int(t), int(e)) for f, t, e in cfg.family_classes})
+    out.update({f: (int(t), int(e)) for f, t, e, *_ in cfg.family_classes})
     return out
 
 def family_images(cfg: GlyphConfig, family: str) -> tuple[int, int]:
-    "(training, evaluation) images per class of `family`'s pools: `n_train`, `n_eval` (IJB-C: `ijbc_images`)."
-    return cfg.n_train, (cfg.ijbc_images if family == 'ijbc' else cfg.n_eval)
+    """(training, evaluation) images per class of `family`'s pools: `n_train` (or its `family_classes` entry's fourth
+    number), `n_eval` (IJB-C: `ijbc_images`)."""
+    n_train = next((int(e[3]) for e in cfg.family_classes if e[0] == family and len(e) == 4), cfg.n_train)
+    return n_train, (cfg.ijbc_images if family == 'ijbc' else cfg.n_eval)
 
 # the config itself (not asdict), as the cache keys of the universe take it
 for _s, _c in STANDIN_CONFIGS.items():
