@@ -17,7 +17,7 @@ from .report import aggregate_records, paper_table, paper_value, table_caption
 from .provenance import file_digest, find_notebook, run_dependencies
 
 # %% auto #0
-__all__ = ['SAVE_EVERY_S', 'cpu_model', 'machine_info', 'save_open_books', 'RecordBook']
+__all__ = ['SAVE_EVERY_S', 'MODEL_KINDS', 'cpu_model', 'machine_info', 'save_open_books', 'model_specs', 'RecordBook']
 
 # %% ../nbs/12c_book.ipynb #4ab3efa3
 def cpu_model() -> str:
@@ -64,6 +64,24 @@ def _save_books_after_cells():
 
 atexit.register(save_open_books)
 
+MODEL_KINDS = ('backbone', 'transformation')   # the artifacts that are trained models
+
+def model_specs(cache, names, known: dict|None = None) -> dict:
+    """{name: spec} of the trained models (`MODEL_KINDS`) among the artifact `names` ('<kind>/<key>'), each read from the
+    JSON that the cache writes beside an artifact (`00a_runtime`), or taken from `known` (those already read); one
+    without that JSON is left out. A run's provenance keeps them, so that what each model is (its objective,
+    architecture, data, schedule) can be read without the cache, as the convergence table's coverage reads it."""
+    out = {}
+    for n in names:
+        if n.split('/')[0] not in MODEL_KINDS: continue
+        if known and n in known:
+            out[n] = known[n]; continue
+        try:
+            out[n] = json.loads((Path(cache.root)/f'{n}.json').read_text())['spec']
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+
 class RecordBook:
     "Result records, figures and provenance of one experiment notebook run (one seed, one scale)."
     def __init__(self, paper: str, notebook: str, params, dataset: str|None = None):
@@ -79,6 +97,7 @@ class RecordBook:
         src = find_notebook(notebook)
         self.deps = run_dependencies(src) if src is not None else dict(code_hash=None, library={})
         self.started, self.inputs, self.figures = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), {}, {}
+        self._models = {}   # model_specs read so far: the provenance is written after every cell
 
     def provenance(self) -> dict:
         "What produced this run (`12c_book`)."
@@ -87,10 +106,14 @@ class RecordBook:
                     code_hash=self.deps['code_hash'], library=self.deps['library'],
                     versions=dict(sorted(ctx.used.items())), inputs=dict(sorted(self.inputs.items())), paper=self.paper,
                     figures=dict(sorted(self.figures.items())), artifacts=dict(sorted(ctx.cache.used.items())),
-                    made=dict(sorted(ctx.cache.made.items())),
+                    made=dict(sorted(ctx.cache.made.items())), models=self._model_specs(ctx.cache),
                     params={k: getattr(self.params, k) for k in ('epochs', 'batch_size', 'data_root', 'ract_lrs')},
                     started=self.started, updated=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
                     **machine_info(ctx))
+
+    def _model_specs(self, cache) -> dict:
+        self._models = model_specs(cache, sorted(cache.used), self._models)
+        return self._models
 
     @property
     def records(self) -> list[dict]:
