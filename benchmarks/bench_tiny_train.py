@@ -12,21 +12,27 @@ It prints images per second and ratios against the 1-thread baseline. Each varia
 `--warmup` steps, for `--steps` steps:
 
     python benchmarks/bench_tiny_train.py --steps 60
+    python benchmarks/bench_tiny_train.py --steps 60 --width 16     # a candidate recipe's width
 """
 import argparse, json, os, subprocess, sys, time
 
 
-def one(variant: str, threads: int, steps: int, warmup: int) -> float:
+def recipe_spec(width: int | None = None):
+    "The tiny recipe's ImageNet-1k backbone spec, at `width` if given (a candidate recipe's)."
+    from compatrepro.specs import backbone_spec
+    return backbone_spec('imagenet-1k', 'tiny', **({} if width is None else {'width': width}))
+
+
+def one(variant: str, threads: int, steps: int, warmup: int, width: int | None = None) -> float:
     "Images per second of `variant` in this process."
     import torch
     torch.set_num_threads(threads)
     from compatrepro.runtime import seed_everything
     from compatrepro.data import get_split
     from compatrepro.loaders import iter_batches
-    from compatrepro.specs import backbone_spec
     from compatrepro.train import _make_optimizer, initial_model
     from compatrepro import losses as L
-    spec = backbone_spec('imagenet-1k', 'tiny')
+    spec = recipe_spec(width)
     ds = get_split('imagenet-1k', 'train', 'tiny')
     seed_everything(0)
     m = initial_model(spec, ds).train()             # as train_backbone builds it (the recipe's width)
@@ -56,6 +62,7 @@ def one(variant: str, threads: int, steps: int, warmup: int) -> float:
 def run(variant, threads, a, n_procs=1):
     "Start `n_procs` processes of `variant` at once; their images per second."
     cmd = [sys.executable, __file__, '--one', variant, '--threads', str(threads), '--steps', str(a.steps), '--warmup', str(a.warmup)]
+    cmd += [] if a.width is None else ['--width', str(a.width)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) for _ in range(n_procs)]
     return [float(p.communicate()[0].strip().splitlines()[-1]) for p in ps]
@@ -66,10 +73,11 @@ def main():
     ap.add_argument('--steps', type=int, default=60); ap.add_argument('--warmup', type=int, default=5)
     ap.add_argument('--compile', action='store_true', help='also time torch.compile (minutes of compilation)')
     ap.add_argument('--out', default=None, help='write the numbers to this JSON file')
+    ap.add_argument('--width', type=int, default=None, help="the ResNet's base width (default: the recipe's)")
     ap.add_argument('--one', default=None, help=argparse.SUPPRESS); ap.add_argument('--threads', type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print(one(a.one, a.threads, a.steps, a.warmup)); return
+        print(one(a.one, a.threads, a.steps, a.warmup, a.width)); return
     cores = os.cpu_count() or 1
     rows = [('real batches, 1 thread', run('real', 1, a)[0]),
             ('synthetic tensors, 1 thread', run('synthetic', 1, a)[0]),
@@ -79,10 +87,11 @@ def main():
     if a.compile: rows.append(('torch.compile, 1 thread', run('compile', 1, a)[0]))
     together = run('real', 1, a, n_procs=cores)
     rows.append((f'{cores} one-thread processes at once (sum)', sum(together)))
+    rows.append((f'{cores} one-thread channels-last processes at once (sum)',
+                 sum(run('channels-last', 1, a, n_procs=cores))))   # how compatrepro reproduce would run them
     base = rows[0][1]
     import torch
-    from compatrepro.specs import backbone_spec
-    spec = backbone_spec('imagenet-1k', 'tiny')
+    spec = recipe_spec(a.width)
     print(f'tiny recipe training step, {spec.arch} width {spec.width}, batch {spec.batch_size}, {spec.optimizer}, '
           f'torch {torch.__version__}, {cores} cores')
     for name, v in rows: print(f'{name:42s} {v:8.1f} img/s   {v/base:5.2f}x')

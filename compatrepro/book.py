@@ -67,8 +67,8 @@ atexit.register(save_open_books)
 MODEL_KINDS = ('backbone', 'transformation')   # the artifacts that are trained models
 
 def model_specs(cache, names, known: dict|None = None) -> dict:
-    """{name: spec} of the trained models (`MODEL_KINDS`) among the artifact `names` ('<kind>/<key>'), each read from the
-    JSON that the cache writes beside an artifact (`00a_runtime`), or taken from `known` (those already read); one
+    """{name: spec} of the trained models (`MODEL_KINDS`) among the artifact `names` ('<kind>/<key>'), each read from
+    the JSON that the cache writes beside an artifact (`00a_runtime`), or taken from `known` (those already read); one
     without that JSON is left out. A run's provenance keeps them, so that what each model is (its objective,
     architecture, data, schedule) can be read without the cache, as the convergence table's coverage reads it."""
     out = {}

@@ -70,7 +70,8 @@ class GlyphConfig:
                     or sum(entry[1:3]) < 1 or (len(entry) == 4 and entry[3] < 1)):
                 raise ValueError("family_classes entries are (family, trained classes, evaluation-only classes) or "
                                  "(family, trained classes, evaluation-only classes, training images per class) with "
-                                 f"a family of {STANDIN_FAMILIES}, counts >= 0 and not both 0, images >= 1; got {entry!r}")
+                                 f"a family of {STANDIN_FAMILIES}, counts >= 0 and not both 0, images >= 1; "
+                                 f"got {entry!r}")
 
 STANDIN_CONFIGS = {'tiny': GlyphConfig(),
                    'smoke': GlyphConfig(n_classes=24, n_unseen=24, ijbc_subjects=8, ijbc_images=11, n_train=16,
