@@ -78,11 +78,16 @@ def identity_arguments(ap: argparse.ArgumentParser, whose: str) -> argparse.Argu
     return ap
 
 
+def identities_together(ap: argparse.ArgumentParser, a: argparse.Namespace, example: str) -> None:
+    "Refuse `--identities` without `--images` or the other way round; `example`: the pair the error suggests."
+    if (a.identities is None) != (a.images is None):
+        ap.error(f'give --identities and --images together (e.g. {example})')
+
+
 def apply_identity_arguments(ap: argparse.ArgumentParser, a: argparse.Namespace, family: str, example: str) -> None:
     """Refuse `--identities` without `--images` (or the other way round) or without a cache of its own; then give this
     process's stand-in `family` with that many (`set_family_identities`). `example`: the pair the error suggests."""
-    if (a.identities is None) != (a.images is None):
-        ap.error(f'give --identities and --images together (e.g. {example})')
+    identities_together(ap, a, example)
     if a.identities is not None and not a.cache:
         ap.error('--identities changes the stand-in, whose knobs are not in the cache keys: give it its own --cache')
     if a.identities is not None:

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from probe_args import identity_arguments, set_family_identities
+from probe_args import identities_together, identity_arguments, set_family_identities
 from standin_convergence import knob_args   # the stand-in's knobs as flags (this folder is on the path)
 
 # (old split, new split, evaluation split, both backbones' keyword arguments): as 20_fastfill_imagenet (ml-fct's
@@ -287,6 +287,7 @@ def main(argv=None):
     knob_args(p)
     identity_arguments(p, "the pairs' family's")
     a = p.parse_args(argv)
+    identities_together(p, a, '--identities 480 --images 25')
     families = {PAIR_FAMILY[q] for q in a.pairs}
     if a.identities is not None and len(families) > 1:
         p.error(f"--identities gives one family its identities: give --pairs of one family (these are {sorted(families)})")
@@ -307,11 +308,8 @@ def main(argv=None):
              if (v := getattr(a, f.name, None)) is not None}
     standin.STANDIN_CONFIGS[scale] = replace(standin.STANDIN_CONFIGS[scale], **knobs)   # this process only: own cache
     if a.identities is not None:   # the identity lever (its own cache: the default one beside --out, or --cache)
-        if a.images is None: p.error('give --identities and --images together (e.g. --identities 480 --images 25)')
         set_family_identities(scale, families.pop(), a.identities, a.images)
         knobs |= {'identities': a.identities, 'n_train': a.images}
-    elif a.images is not None:
-        p.error('give --identities and --images together (e.g. --identities 480 --images 25)')
     over = {k: v for k, v in dict(arch=a.arch, width=a.width, optimizer=a.optimizer, lr=a.lr, lr_batch=a.lr_batch,
                                   momentum=a.momentum, weight_decay=a.weight_decay, batch_size=a.batch_size,
                                   epochs=a.epochs, warmup_epochs=a.warmup_epochs, label_smoothing=a.label_smoothing).items()
