@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 from .runtime import default_workers, get_device
 
 from .core import progress
-from .models import autocast, to_device
+from .models import autocast, runs_channels_last, to_device
 
 # %% auto #0
 __all__ = ['extract_features']
@@ -29,7 +29,7 @@ def extract_features(model: nn.Module, dataset, batch_size: int = 512, device: s
         raise ValueError("logits=True needs a model with a classifier head (model.head)")
     device = get_device(device)
     model = to_device(model, device).eval()
-    cl = device.type == 'cuda' and any(isinstance(m, nn.Conv2d) for m in model.modules())
+    cl = runs_channels_last(model)
     feats, labs, logs = [], [], []
     def run(x, y):
         with torch.inference_mode():

@@ -17,8 +17,9 @@ from .core import STANDIN_SCALES, check_scale
 # %% auto #0
 __all__ = ['HEAD_DEFAULTS', 'ARCHS', 'RESNET_LAYOUTS', 'POOLINGS', 'EMBEDDINGS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem',
            'narrow_resnet', 'GeM', 'make_backbone', 'ModelConfig', 'EmbeddingModel', 'load_model',
-           'mlfct_embedding_block', 'to_device', 'autocast', 'lbr', 'mlp_blocks', 'FCTTransformation',
-           'RMTransformation', 'count_macs', 'make_transformation', 'transformation_artifact', 'load_transformation']
+           'mlfct_embedding_block', 'runs_channels_last', 'to_device', 'autocast', 'lbr', 'mlp_blocks',
+           'FCTTransformation', 'RMTransformation', 'count_macs', 'make_transformation', 'transformation_artifact',
+           'load_transformation']
 
 # %% ../nbs/05_models.ipynb #e927ebc7
 from .losses import HEADS as HEAD_KINDS, linear_logits, normalized_softmax_logits, cosface_logits, arcface_logits
@@ -311,13 +312,15 @@ def mlfct_embedding_block(backbone: nn.Module, emb_dim: int) -> nn.Module:
     return backbone
 
 # %% ../nbs/05_models.ipynb #1193b051
+def runs_channels_last(model: nn.Module) -> bool:
+    "Whether `model` runs channels-last: a convolutional network (a ResNet), not a ViT."
+    mods = list(model.modules())
+    return any(isinstance(m, nn.Conv2d) for m in mods) and not any(isinstance(m, nn.MultiheadAttention) for m in mods)
+
 def to_device(model: nn.Module, device: str|torch.device) -> nn.Module:
-    "Move `model` to `device`; on CUDA convolutional models go channels-last."
-    device = torch.device(device)
-    model = model.to(device)
-    if device.type == 'cuda' and any(isinstance(m, nn.Conv2d) for m in model.modules()):
-        model = model.to(memory_format=torch.channels_last)
-    return model
+    "Move `model` to `device`, channels-last if it `runs_channels_last`."
+    model = model.to(torch.device(device))
+    return model.to(memory_format=torch.channels_last) if runs_channels_last(model) else model
 
 def autocast(device: str|torch.device, enabled: bool = True):
     "Autocast context for `device`: bf16 (or fp16) on CUDA when `enabled`, a no-op on CPU."

@@ -19,7 +19,8 @@ from .core import atomic_path, logger, progress, spec_key
 from .runtime import get_device, seed_everything
 from .manifests import IMAGENET_MEAN, IMAGENET_STD
 from . import losses as L
-from .models import EmbeddingModel, ClassifierHead, to_device, autocast, make_transformation, transformation_artifact
+from .models import (EmbeddingModel, ClassifierHead, to_device, runs_channels_last, autocast, make_transformation,
+                                transformation_artifact)
 from .features import extract_features
 from .specs import (CODE_VERSION, RACT_CONTRASTS, BackboneSpec, CompatSpec, TransformationSpec, compat_methods,
                                compat_old, compat_terms, input_size)
@@ -446,7 +447,7 @@ def _fit_backbone(spec, ds, old, ckpt_path, device, num_workers, stop_after, sho
             proj.load_state_dict(ck['proj'])
         scaler.load_state_dict(ck['scaler']); _set_rng_state(ck['rng']); start, history = ck['epoch'], ck['history']
         logger.info(f"resuming {spec.arch} on {spec.split} from {ckpt_path} after epoch {start}")
-    cl = device.type == 'cuda' and not spec.arch.startswith('vit')
+    cl = runs_channels_last(model)
     two_views = spec.compat_views == 2
     for epoch in range(start, spec.epochs):
         model.train(); t0, tot, n = time.time(), torch.zeros((), device=device), 0
