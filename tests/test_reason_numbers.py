@@ -399,7 +399,8 @@ def test_a_rerun_under_way_defers_the_quotes_that_draw_on_it(tmp_path):
         for seed in SEEDS:
             (tmp_path/'records'/f'{nb}.seed{seed}.csv').write_text('value\n1\n')
     def ledger(rows):
-        pd.DataFrame(rows, columns=['notebook', 'seeds', 'reason', 'commit']).to_csv(tmp_path/'pending.csv', index=False)
+        columns = ['notebook', 'seeds', 'reason', 'commit']
+        pd.DataFrame(rows, columns=columns).to_csv(tmp_path/'pending.csv', index=False)
     ledger([('30_bct_ijbc', '0 1 2', 'a change', 'abc1234'), ('33_bct_market', '1 2', 'a change', 'abc1234'),
             ('39_bct_claims', '0 1 2', 'a change', 'abc1234')])
     assert rerun_under_way(tmp_path) == {'33_bct_market'}   # 30 and 39 not started: their quotes read the old runs
