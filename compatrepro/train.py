@@ -19,8 +19,8 @@ from .core import atomic_path, logger, progress, spec_key
 from .runtime import get_device, seed_everything
 from .manifests import IMAGENET_MEAN, IMAGENET_STD
 from . import losses as L
-from .models import (EmbeddingModel, ClassifierHead, to_device, runs_channels_last, autocast, make_transformation,
-                                transformation_artifact)
+from .models import EmbeddingModel, ClassifierHead, to_device, runs_channels_last, autocast
+from .models import make_transformation, transformation_artifact
 from .features import extract_features
 from .specs import (CODE_VERSION, RACT_CONTRASTS, BackboneSpec, CompatSpec, TransformationSpec, compat_methods,
                                compat_old, compat_terms, input_size)
