@@ -122,7 +122,7 @@ def format_status(t: pd.DataFrame, scale: str, claims: pd.DataFrame|None = None,
 
 def _ledger_lines(ledger: dict) -> list[str]:
     """The runs the re-run ledger lists (`ledger`: `pending_runs`), one entry per reason: since which commit, why, and
-    how many seeds of each notebook."""
+    how many seeds of each notebook (notebooks with as many seeds listed together, to fit one screen)."""
     if not ledger: return ['Re-runs pending: none (the re-run ledger lists no run).']
     by = {}     # (reason, commit) -> notebook -> seeds
     for (nb, s), why in sorted(ledger.items()):
@@ -130,7 +130,11 @@ def _ledger_lines(ledger: dict) -> list[str]:
     out = [f'Re-runs pending: {len(ledger)} run(s) of {len({nb for nb, _ in ledger})} notebook(s); their items are '
            'stale until they land (compatrepro pending lists them):']
     for (reason, commit), nbs in by.items():
-        runs = ', '.join(f'{nb} ({len(ss)} seed{"s" * (len(ss) > 1)})' for nb, ss in nbs.items())
+        by_n = {}   # how many seeds listed -> notebooks
+        for nb, ss in nbs.items():
+            by_n.setdefault(len(ss), []).append(nb)
+        runs = '; '.join(f'{", ".join(names)} ({n} seed{"s" * (n > 1)}{" each" * (len(names) > 1)})'
+                         for n, names in sorted(by_n.items(), reverse=True))
         out += _wrap(f're-run pending since {commit}: {reason}: {runs}', '  ', '    ')
     return out
 
