@@ -1,17 +1,18 @@
-"""Rewrite the per-seed quotes of the differing verdicts' reasons after a re-run moved the records they quote.
+"""Rewrite the per-seed quotes of the differing verdicts' reasons and of the notebooks' prose after a re-run.
 
     python tests/requote.py --before 42a4f22 32_bct_chain            # print what would change
     python tests/requote.py --before 42a4f22 32_bct_chain --write    # and write it
 
 Each quote ('-0.38/-1.12/-0.83') of a reason of the notebooks named (or of a reason that cites one of them, or of a
-shared reason such a row refers to) is looked up among the candidates that the records committed at `--before` give
-it, by `test_reason_numbers`' rules, and replaced by the same candidate of today's records, at the same precision and
-sign style. A quote no candidate gives, or whose candidates now give different quotes, is left as it was and printed.
+shared reason such a row refers to), and of a markdown cell of theirs or citing them, is looked up among the
+candidates that the records committed at `--before` give it, by `test_reason_numbers`' rules, and replaced by the same
+candidate of today's records, at the same precision and sign style (a quote today's records already give is kept). A quote no candidate gives, or whose candidates now give different quotes, is left as it was and printed.
 Only numbers change: read every reason it rewrites, since its words ('on every seed', 'far above') may no longer hold.
 """
 import argparse
 import csv
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -149,7 +150,9 @@ def requote_text(text: str, context: str, notebook: str, key: str, before, after
     by `requoted`; what could not be is appended to `log`."""
     for q in dict.fromkeys(T.per_seed_quotes(text)):
         try:
-            new = requoted(q, before.groups(notebook, context, key, q), after.groups(notebook, context, key, q))
+            now = after.groups(notebook, context, key, q)
+            new = requoted(q, before.groups(notebook, context, key, q), now)
+            if not new and requoted(q, now, now) == {q}: continue    # rewritten already: today's records give it
         except ValueError as e:
             log.append(f'{notebook} {key!r}: {q}: {e}'); continue
         if len(new) == 1:
@@ -170,40 +173,70 @@ def _write(path: Path, rows: list[list[str]]):
     path.write_text(s.getvalue())
 
 
+def requote_reasons(named: set, before: CandidateGroups, after: CandidateGroups, log: list):
+    """The rows of `docs/differing_verdicts.csv` and `docs/shared_reasons.csv` with the quotes of the reasons that are
+    of a notebook of `named` or cite one rewritten (`requote_text`); each change printed."""
+    shared = shared_reasons(DOCS/'shared_reasons.csv')
+    rows, done_shared = _rows(DOCS/'differing_verdicts.csv'), {}
+    nb_i, key_i, reason_i = (rows[0].index(c) for c in ('notebook', 'key', 'reason'))
+    for r in rows[1:]:
+        nb, key, reason = r[nb_i], r[key_i], r[reason_i]
+        if not {nb, *after.sources.cited(nb, reason)} & named: continue
+        context = expand_reason(reason, shared)
+        new = requote_text(reason, context, nb, key, before, after, log)
+        for name in SHARED_REASON.findall(reason):
+            if name not in done_shared:
+                done_shared[name] = requote_text(shared[name], context, nb, key, before, after, log)
+        if new != reason:
+            print(f'{nb} {key!r}:\n  - {reason}\n  + {new}\n')
+            r[reason_i] = new
+    srows = _rows(DOCS/'shared_reasons.csv')
+    for r in srows[1:]:
+        if r[0] in done_shared and done_shared[r[0]] != r[1]:
+            print(f'shared {r[0]!r}:\n  - {r[1]}\n  + {done_shared[r[0]]}\n')
+            r[1] = done_shared[r[0]]
+    return rows, srows
+
+
+def requote_prose(named: set, before: CandidateGroups, after: CandidateGroups, log: list) -> dict:
+    """{notebook path: its JSON} of the experiment and claims notebooks with the quotes of each markdown cell that is of
+    a notebook of `named` or cites one rewritten (`requote_text`, the cell as its context); each change printed."""
+    out = {}
+    for path in sorted((T.ROOT/'nbs').glob('[2-5][0-9]_*.ipynb')):
+        nb, doc, changed = path.stem, json.loads(path.read_text()), False
+        for c in doc['cells']:
+            text = ''.join(c['source'])
+            if c['cell_type'] != 'markdown' or not T.per_seed_quotes(text): continue
+            if not {nb, *after.sources.cited(nb, text)} & named: continue
+            new = requote_text(text, text, nb, None, before, after, log)
+            if new != text:
+                print(f'{path.name}, markdown cell {c.get("id")}:\n' + '\n'.join(
+                    f'  {q} -> {n}' for q, n in zip(T.per_seed_quotes(text), T.per_seed_quotes(new)) if q != n) + '\n')
+                c['source'], changed = new.splitlines(keepends=True), True
+        if changed:
+            out[path] = doc
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('notebooks', nargs='+', help='notebooks (stems) whose re-run moved the records')
     p.add_argument('--before', required=True, help='a commit whose committed records the reasons quote')
-    p.add_argument('--write', action='store_true', help='write the rewritten reasons')
+    p.add_argument('--write', action='store_true', help='write the rewritten reasons and notebooks')
     a = p.parse_args(argv)
+    log = []
     with tempfile.TemporaryDirectory() as tmp:
         b, a_ = aligned(results_at(a.before, Path(tmp)/'commit'), T.RESULTS, Path(tmp)/'aligned')
         before, after = CandidateGroups(b), CandidateGroups(a_)
-        shared = shared_reasons(DOCS/'shared_reasons.csv')
-        rows, log, done_shared = _rows(DOCS/'differing_verdicts.csv'), [], {}
-        head = rows[0]
-        nb_i, key_i, reason_i = head.index('notebook'), head.index('key'), head.index('reason')
-        for r in rows[1:]:
-            nb, key, reason = r[nb_i], r[key_i], r[reason_i]
-            if not {nb, *after.sources.cited(nb, reason)} & set(a.notebooks): continue
-            context = expand_reason(reason, shared)
-            new = requote_text(reason, context, nb, key, before, after, log)
-            for name in SHARED_REASON.findall(reason):
-                if name not in done_shared:
-                    done_shared[name] = requote_text(shared[name], context, nb, key, before, after, log)
-            if new != reason:
-                print(f'{nb} {key!r}:\n  - {reason}\n  + {new}\n')
-                r[reason_i] = new
-        srows = _rows(DOCS/'shared_reasons.csv')
-        for r in srows[1:]:
-            if r[0] in done_shared and done_shared[r[0]] != r[1]:
-                print(f'shared {r[0]!r}:\n  - {r[1]}\n  + {done_shared[r[0]]}\n')
-                r[1] = done_shared[r[0]]
+        rows, srows = requote_reasons(set(a.notebooks), before, after, log)
+        notebooks = requote_prose(set(a.notebooks), before, after, log)
     if log:
         print('Left as they were (rewrite them by hand):\n' + '\n'.join('  ' + x for x in log))
     if a.write:
         _write(DOCS/'differing_verdicts.csv', rows)
         _write(DOCS/'shared_reasons.csv', srows)
+        for path, doc in notebooks.items():
+            path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + '\n')
 
 
 if __name__ == '__main__':
