@@ -15,7 +15,7 @@ from .provenance import package_versions
 
 # %% auto #0
 __all__ = ['PENDING_COLUMNS', 'pending_path', 'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'own_seconds',
-           'plan_runs', 'plan_wall']
+           'empty_cache_seconds', 'rerun_factor', 'plan_runs', 'plan_wall']
 
 # %% ../nbs/12d_ledger.ipynb #2d59c1fa
 PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
@@ -67,6 +67,24 @@ def own_seconds(prov: dict) -> float:
     "A finished run's own seconds, from its provenance `prov`: its duration less the making of the artifacts it made."
     return prov['duration'] - sum((prov.get('made') or {}).values())
 
+def empty_cache_seconds(prov: dict) -> float|None:
+    """What a finished run cost from an empty cache, from its provenance `prov`: its own seconds plus the making of
+    every artifact it used; None where it did not record its duration or list its artifacts."""
+    if not prov.get('finished') or prov.get('duration') is None or 'artifacts' not in prov: return None
+    return own_seconds(prov) + sum(v or 0. for v in prov['artifacts'].values())
+
+def rerun_factor(res_dir: str|Path) -> tuple[float, int]|None:
+    """(what the runs re-run from the ledger cost over the runs they replaced, each from an empty cache, how many):
+    the ratio of the sums over the runs under `res_dir` that are off the ledger and recorded `replaced_seconds` (the
+    run they replaced, `empty_cache_seconds`); None where there is none."""
+    listed, new, old, n = pending_runs(res_dir), 0., 0., 0
+    for f in (Path(res_dir)/'runs').glob('*.seed*.json'):
+        p = json.loads(f.read_text())
+        cost = empty_cache_seconds(p)
+        if cost is None or not p.get('replaced_seconds') or (p.get('notebook'), p.get('seed')) in listed: continue
+        new, old, n = new + cost, old + p['replaced_seconds'], n + 1
+    return (new/old, n) if n else None
+
 def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
     "seed -> provenance of every finished run of `stem` under `res_dir` that recorded its duration."
     out = {}
@@ -102,12 +120,14 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     once per seed, charged to the first run that needs it in the order given. Another seed's run tells how long its
     models took, not whether this seed's are cached: they are all counted. A run whose versions changed (a bumped
     method, recipe or stand-in) makes all of its artifacts again, under new keys. A run recorded before runs listed
-    their artifacts gives only its own time: `lower_bound` says so. One row per run: `minutes`, of which `making`,
-    `lower_bound`, and its `basis`. The estimate is for the machine and threads the recorded runs had; `plan_wall`
-    turns it into wall time."""
+    their artifacts gives only its own time: `lower_bound` says so. An estimate from runs on older code whose versions
+    changed is scaled by what the runs re-run so far cost over those they replaced (`rerun_factor`): a change of
+    recipe changes what every model costs. One row per run: `minutes`, of which `making`, `lower_bound`, and its
+    `basis`. The estimate is for the machine and threads the recorded runs had; `plan_wall` turns it into wall time."""
     res_dir = Path(res_dir)
     cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
     reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
+    factor = rerun_factor(res_dir)
     for stem, seed in runs:
         every = _last_runs(res_dir, stem)
         today = {s: q for s, q in every.items() if (stem, s) not in listed}
@@ -127,6 +147,9 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
                  '; versions changed: every model made again' if bumped else
                  '; every model made (an empty cache)' if empty_cache else
                  '; models the cache holds are not made again' if p else '; its models all made for this seed')
+        if bumped and not today and factor:
+            own, making = own*factor[0], making*factor[0]
+            basis += f'; x{factor[0]:.1f}: the {factor[1]} run(s) re-run so far cost that over those they replaced'
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
                          basis=basis))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])

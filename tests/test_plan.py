@@ -9,7 +9,7 @@ import pytest
 
 from compatrepro.cli import main
 from compatrepro.runs import experiment_notebooks, run_outcome, run_state
-from compatrepro.ledger import own_seconds, pending_runs
+from compatrepro.ledger import own_seconds, pending_runs, rerun_factor
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT/'results'/'tiny'
@@ -51,6 +51,9 @@ def test_a_seed_never_run_costs_the_mean_of_the_others(nb):
     row = re.search(rf'^\s*{nb}\s+{unseen}\s+([\d.]+)\s+([\d.]+)\s+(.+)$', text, re.M)
     assert row, text
     here, empty, basis = float(row.group(1)), float(row.group(2)), row.group(3)
+    factor = rerun_factor(TINY)     # runs on older code whose versions changed: as the re-runs so far cost over theirs
+    if factor and f'x{factor[0]:.1f}' in basis:
+        want *= factor[0]
     # a new seed makes its own models, whatever the cache holds: the same with it and from an empty one
     assert want > 0 and abs(here - want) <= 0.051 and abs(empty - want) <= 0.051, (here, empty, want)
     seeds = sorted(runs)
