@@ -15,7 +15,7 @@ from .provenance import package_versions
 
 # %% auto #0
 __all__ = ['PENDING_COLUMNS', 'pending_path', 'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'own_seconds',
-           'empty_cache_seconds', 'rerun_factor', 'plan_runs', 'plan_wall']
+           'cost_parts', 'rerun_factors', 'plan_runs', 'plan_wall']
 
 # %% ../nbs/12d_ledger.ipynb #2d59c1fa
 PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
@@ -67,23 +67,29 @@ def own_seconds(prov: dict) -> float:
     "A finished run's own seconds, from its provenance `prov`: its duration less the making of the artifacts it made."
     return prov['duration'] - sum((prov.get('made') or {}).values())
 
-def empty_cache_seconds(prov: dict) -> float|None:
-    """What a finished run cost from an empty cache, from its provenance `prov`: its own seconds plus the making of
-    every artifact it used; None where it did not record its duration or list its artifacts."""
-    if not prov.get('finished') or prov.get('duration') is None or 'artifacts' not in prov: return None
-    return own_seconds(prov) + sum(v or 0. for v in prov['artifacts'].values())
+def cost_parts(prov: dict) -> dict[str, float]|None:
+    """What a finished run cost from an empty cache, from its provenance `prov`, by part: its own seconds ('own') and
+    the making of the artifacts it used, per kind ('backbone', 'transformation', ...); None where it did not record
+    its duration or list its artifacts."""
+    if not prov.get('finished') or prov.get('duration') is None or prov.get('artifacts') is None: return None
+    out = {'own': own_seconds(prov)}
+    for a, secs in prov['artifacts'].items():
+        out[a.split('/')[0]] = out.get(a.split('/')[0], 0.) + (secs or 0.)
+    return out
 
-def rerun_factor(res_dir: str|Path) -> tuple[float, int]|None:
-    """(what the runs re-run from the ledger cost over the runs they replaced, each from an empty cache, how many):
-    the ratio of the sums over the runs under `res_dir` that are off the ledger and recorded `replaced_seconds` (the
-    run they replaced, `empty_cache_seconds`); None where there is none."""
-    listed, new, old, n = pending_runs(res_dir), 0., 0., 0
+def rerun_factors(res_dir: str|Path) -> tuple[dict[str, float], int]|None:
+    """({part: what the runs re-run from the ledger cost of it over what the runs they replaced did}, how many runs):
+    ratios of sums over the runs under `res_dir` that are off the ledger and recorded `replaced_cost` (`cost_parts` of
+    the run they replaced), for the parts both sides have; None where there is no such run."""
+    listed, new, old, n = pending_runs(res_dir), {}, {}, 0
     for f in (Path(res_dir)/'runs').glob('*.seed*.json'):
         p = json.loads(f.read_text())
-        cost = empty_cache_seconds(p)
-        if cost is None or not p.get('replaced_seconds') or (p.get('notebook'), p.get('seed')) in listed: continue
-        new, old, n = new + cost, old + p['replaced_seconds'], n + 1
-    return (new/old, n) if n else None
+        now, before = cost_parts(p), p.get('replaced_cost')
+        if now is None or not before or (p.get('notebook'), p.get('seed')) in listed: continue
+        n += 1
+        for k in set(now) & set(before):
+            new[k], old[k] = new.get(k, 0.) + now[k], old.get(k, 0.) + before[k]
+    return ({k: new[k]/old[k] for k in old if old[k] > 0}, n) if n else None
 
 def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
     "seed -> provenance of every finished run of `stem` under `res_dir` that recorded its duration."
@@ -99,16 +105,17 @@ def _seeds_text(seeds) -> str:
     s = sorted(int(x) for x in seeds)
     return f'{s[0]}-{s[-1]}' if len(s) > 2 and s == list(range(s[0], s[-1] + 1)) else ' '.join(map(str, s))
 
-def _making_seconds(prov: dict, seed: int, charged: set, cache: Path|None) -> float:
+def _making_seconds(prov: dict, seed: int, charged: set, cache: Path|None, scale: dict|None = None) -> float:
     """Seconds of making the artifacts that the run `prov` used, for a run of `seed`: less those already `charged` to
     that seed (a model is made once per seed, by the first run that needs it) and, with `cache`, those it holds; the
-    rest are charged now. A charge also names the seed of the run `prov` is: a seed never run is estimated from each
-    other seed's runs, whose models bear that seed's keys, and each of them shares its models as that seed did."""
+    rest are charged now, each times `scale` of its kind (1 where it has none). A charge also names the seed of the run
+    `prov` is: a seed never run is estimated from each other seed's runs, whose models bear that seed's keys, and each
+    of them shares its models as that seed did."""
     making = 0.
     for a, secs in (prov.get('artifacts') or {}).items():
         kind, key = a.split('/', 1)
         if (a, seed, prov.get('seed')) in charged or (cache is not None and (cache/kind/f'{key}.pt').exists()): continue
-        charged.add((a, seed, prov.get('seed'))); making += secs or 0.
+        charged.add((a, seed, prov.get('seed'))); making += (secs or 0.)*(scale or {}).get(kind, 1.)
     return making
 
 def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None,
@@ -120,14 +127,15 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     once per seed, charged to the first run that needs it in the order given. Another seed's run tells how long its
     models took, not whether this seed's are cached: they are all counted. A run whose versions changed (a bumped
     method, recipe or stand-in) makes all of its artifacts again, under new keys. A run recorded before runs listed
-    their artifacts gives only its own time: `lower_bound` says so. An estimate from runs on older code whose versions
-    changed is scaled by what the runs re-run so far cost over those they replaced (`rerun_factor`): a change of
-    recipe changes what every model costs. One row per run: `minutes`, of which `making`, `lower_bound`, and its
-    `basis`. The estimate is for the machine and threads the recorded runs had; `plan_wall` turns it into wall time."""
+    their artifacts gives only its own time: `lower_bound` says so. An estimate from a run on older code whose versions
+    changed is scaled, part by part, by what the runs re-run so far cost over those they replaced (`rerun_factors`): a
+    new recipe changes what each backbone costs, not what a transformation does. One row per run: `minutes`, of which
+    `making`, `lower_bound`, and its `basis`. The estimate is for the machine and threads the recorded runs had;
+    `plan_wall` turns it into wall time."""
     res_dir = Path(res_dir)
     cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
     reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
-    factor = rerun_factor(res_dir)
+    factors = rerun_factors(res_dir)
     for stem, seed in runs:
         every = _last_runs(res_dir, stem)
         today = {s: q for s, q in every.items() if (stem, s) not in listed}
@@ -138,8 +146,10 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         p = last.get(seed)
         ps = [p] if p else [last[s] for s in sorted(last)]
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
-        own = np.mean([own_seconds(q) for q in ps])
-        making = np.mean([_making_seconds(q, seed, charged, cache if p and not bumped else None) for q in ps])
+        scale = factors[0] if bumped and not today and factors else {}
+        own = np.mean([own_seconds(q) for q in ps])*scale.get('own', 1.)
+        reuse = cache if p and not bumped else None
+        making = np.mean([_making_seconds(q, seed, charged, reuse, scale) for q in ps])
         unlisted = any('artifacts' not in q for q in ps)
         basis = (f'seed {seed}\'s last run' if p else f'estimated from seeds {_seeds_text(last)} (their mean)') + \
                 (' on today\'s code' if today else ', made on older code (the ledger lists every run)') + \
@@ -147,9 +157,9 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
                  '; versions changed: every model made again' if bumped else
                  '; every model made (an empty cache)' if empty_cache else
                  '; models the cache holds are not made again' if p else '; its models all made for this seed')
-        if bumped and not today and factor:
-            own, making = own*factor[0], making*factor[0]
-            basis += f'; x{factor[0]:.1f}: the {factor[1]} run(s) re-run so far cost that over those they replaced'
+        if scale:
+            basis += (f'; scaled as the {factors[1]} run(s) re-run so far cost over those they replaced ('
+                      + ', '.join(f'{k} x{v:.1f}' for k, v in sorted(scale.items())) + ')')
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
                          basis=basis))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])

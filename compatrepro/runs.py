@@ -20,7 +20,7 @@ from .provenance import file_digest, notebook_code_hash, package_versions, run_l
 from .claims import (DIFFERING_VERDICTS_COLUMNS, claim_margins, claim_refs, claims_table, declared_claims,
                                 differing_verdicts, load_claims)
 from .run_status import _clock
-from .ledger import _PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text, empty_cache_seconds
+from .ledger import _PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text, cost_parts
 from .ledger import own_seconds, pending_path, pending_runs, plan_runs, plan_wall, read_pending, write_pending
 
 # %% auto #0
@@ -700,15 +700,15 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
             + total + caveats)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
-def _mark_finished(res_dir: Path, job: NotebookJob, seed: int, replaced: float|None = None):
+def _mark_finished(res_dir: Path, job: NotebookJob, seed: int, replaced: dict|None = None):
     """Write into the run's provenance whether it finished, its duration and threads, and `replaced`: what the run it
-    replaced from the ledger cost from an empty cache (`rerun_factor` compares the two)."""
+    replaced from the ledger cost from an empty cache, by part (`cost_parts`; `rerun_factors` compares the two)."""
     p = res_dir/'runs'/f'{job.nb.stem}.seed{seed}.json'
     if not p.exists(): return
     prov = json.loads(p.read_text())
     prov.update(finished=bool(job.ok), duration=round(job.seconds, 1), runner=dict(threads=job.threads))
     if replaced is not None:
-        prov['replaced_seconds'] = round(replaced, 1)
+        prov['replaced_cost'] = {k: round(v, 1) for k, v in replaced.items()}
     atomic_write_text(p, json.dumps(prov, indent=1) + '\n')
 
 RECORD_ID = ['paper', 'item', 'dataset', 'method', 'metric', 'seed']
@@ -879,9 +879,9 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
         return (_read_csv_or_none(base/'records'/f'{stem}.seed{seed}.csv'), every,
                 load_claims(cl) if cl.exists() else [])
     before = {(j.nb.stem, j.params['seed']): snapshot(j.nb.stem, j.params['seed']) for j in todo}
-    def cost_before(stem, seed):    # what a listed run cost before it is replaced (`rerun_factor` compares the two)
+    def cost_before(stem, seed):    # what a listed run cost before it is replaced (`rerun_factors` compares the two)
         f = res_dir/'runs'/f'{stem}.seed{seed}.json'
-        return empty_cache_seconds(json.loads(f.read_text())) if f.exists() else None
+        return cost_parts(json.loads(f.read_text())) if f.exists() else None
     listed = pending_runs(res_dir)
     replaced = {r: cost_before(*r) for r in before if r in listed}
     compared = {}

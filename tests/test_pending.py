@@ -15,7 +15,7 @@ import pandas as pd
 
 from compatrepro.cli import main
 from compatrepro.runs import check_results, reproduce, status_table
-from compatrepro.ledger import pending_path, read_pending, rerun_factor
+from compatrepro.ledger import pending_path, read_pending, rerun_factors
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _doubles import scratch_repo   # noqa: E402
@@ -123,7 +123,7 @@ def test_pending_reruns_land_seed_by_seed(tmp_path, monkeypatch):
     assert list(st) == [('20_one', 0)] and st[('20_one', 0)] is None, st
     assert read_pending(res).seeds.tolist() == [(1,)]                               # seed 0 landed, seed 1 still listed
     prov = json.loads((res/'runs'/'20_one.seed0.json').read_text())     # and keeps what the run it replaced cost
-    assert prov['replaced_seconds'] > 0 and rerun_factor(res)[1] == 1, prov
+    assert prov['replaced_cost']['own'] > 0 and rerun_factors(res)[1] == 1, prov
     assert check_results(*args, min_seeds=2) == []
     row = status_table(*args).set_index(['paper', 'item']).loc[('FastFill', 'Table 1')]
     assert row.status == 'stale' and 'seed 1: re-run pending since abcdef1: the notebook changed' in row.reasons, row.reasons

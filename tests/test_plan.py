@@ -9,7 +9,7 @@ import pytest
 
 from compatrepro.cli import main
 from compatrepro.runs import experiment_notebooks, run_outcome, run_state
-from compatrepro.ledger import own_seconds, pending_runs, rerun_factor
+from compatrepro.ledger import own_seconds, pending_runs, rerun_factors
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT/'results'/'tiny'
@@ -31,9 +31,12 @@ def _runs(nb: str) -> dict[int, dict]:
     return {s: p for s, p in every.items() if (nb, s) not in listed} or every
 
 
-def _cost_s(prov: dict) -> float:
-    "A run's cost from an empty cache: its own seconds and the making of every artifact it used."
-    return own_seconds(prov) + sum(v or 0. for v in (prov.get('artifacts') or {}).values())
+def _cost_s(prov: dict, scale: dict|None = None) -> float:
+    """A run's cost from an empty cache: its own seconds and the making of every artifact it used, each part times
+    `scale` of it ('own', or the artifact's kind), where given."""
+    scale = scale or {}
+    return own_seconds(prov)*scale.get('own', 1.) + sum((v or 0.)*scale.get(a.split('/')[0], 1.)
+                                                         for a, v in (prov.get('artifacts') or {}).items())
 
 
 def _total(text: str, label: str) -> float:
@@ -46,14 +49,13 @@ def test_a_seed_never_run_costs_the_mean_of_the_others(nb):
     runs = _runs(nb)
     assert len(runs) >= 2, f'{nb} needs two recorded seeds'
     unseen = max(runs) + 5
-    want = np.mean([_cost_s(p) for p in runs.values()])/60
     text = _plan('--only', f'^{nb}$', '--seeds', str(unseen), *WHERE)
     row = re.search(rf'^\s*{nb}\s+{unseen}\s+([\d.]+)\s+([\d.]+)\s+(.+)$', text, re.M)
     assert row, text
     here, empty, basis = float(row.group(1)), float(row.group(2)), row.group(3)
-    factor = rerun_factor(TINY)     # runs on older code whose versions changed: as the re-runs so far cost over theirs
-    if factor and f'x{factor[0]:.1f}' in basis:
-        want *= factor[0]
+    factors = rerun_factors(TINY)   # runs on older code whose versions changed: as the re-runs so far cost over theirs
+    scale = factors[0] if factors and 'scaled as' in basis else None
+    want = np.mean([_cost_s(p, scale) for p in runs.values()])/60
     # a new seed makes its own models, whatever the cache holds: the same with it and from an empty one
     assert want > 0 and abs(here - want) <= 0.051 and abs(empty - want) <= 0.051, (here, empty, want)
     seeds = sorted(runs)
