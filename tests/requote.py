@@ -147,7 +147,9 @@ def aligned(before: Path, after: Path, dest: Path) -> tuple[Path, Path]:
 
 def requote_text(text: str, context: str, notebook: str, key: str, before, after, log: list) -> str:
     """`text` (a reason, or a shared reason read as `context`, the row's expanded reason) with each quote rewritten
-    by `requoted`; what could not be is appended to `log`."""
+    by `requoted`, all at once where the quotes stand (a new quote is never rewritten again); what could not be is
+    appended to `log`."""
+    new_of = {}
     for q in dict.fromkeys(T.per_seed_quotes(text)):
         try:
             now = after.groups(notebook, context, key, q)
@@ -156,11 +158,11 @@ def requote_text(text: str, context: str, notebook: str, key: str, before, after
         except ValueError as e:
             log.append(f'{notebook} {key!r}: {q}: {e}'); continue
         if len(new) == 1:
-            text = text.replace(q, new.pop())
+            new_of[q] = new.pop()
         else:
             log.append(f'{notebook} {key!r}: {q}: ' + ('no candidate gives it' if not new
                                                           else 'its candidates now disagree: ' + ', '.join(sorted(new))))
-    return text
+    return T.PER_SEED.sub(lambda m: new_of.get(m.group(0), m.group(0)), text)
 
 
 def _rows(path: Path) -> list[list[str]]:

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from requote import aligned, formatted_like, requoted
+from requote import aligned, formatted_like, requote_text, requoted
 
 
 @pytest.mark.parametrize('quote, values, expected', [
@@ -40,3 +40,22 @@ def test_aligned_keeps_the_values_both_sides_have(tmp_path):
     b, a = aligned(tmp_path/'b', tmp_path/'a', tmp_path/'out')
     assert pd.read_csv(b/'records'/'20_x.seed0.csv').metric.tolist() == ['x']
     assert pd.read_csv(a/'records'/'20_x.seed0.csv').value.tolist() == [1.5]
+
+
+class _Groups:
+    "Candidate groups made up for a test: each quote's are the same, whatever its text."
+    def __init__(self, rows):
+        self.rows = [np.array(rows, float)]
+
+    def groups(self, notebook, text, key, quote):
+        return self.rows
+
+
+def test_requote_text_rewrites_each_quote_where_it_stands_once():
+    before, after = _Groups([[1, 2, 3], [4, 5, 6]]), _Groups([[4, 5, 6], [7, 8, 9]])
+    log = []
+    # 1/2/3 becomes 4/5/6, which is also the old value of the next quote: that one becomes 7/8/9, the first stays 4/5/6
+    text = 'a 1/2/3, b 4/5/6, c 11/2/3 (not a quote of 1/2/3), d 9/9/9'   # 11/2/3 is not 1/2/3
+    assert requote_text(text, text, '20_x', 'k', before, after, log) == \
+        'a 4/5/6, b 7/8/9, c 11/2/3 (not a quote of 4/5/6), d 9/9/9'
+    assert log == ["20_x 'k': 11/2/3: no candidate gives it", "20_x 'k': 9/9/9: no candidate gives it"]
