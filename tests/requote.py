@@ -6,7 +6,8 @@
 Each quote ('-0.38/-1.12/-0.83') of a reason of the notebooks named (or of a reason that cites one of them, or of a
 shared reason such a row refers to), and of a markdown cell of theirs or citing them, is looked up among the
 candidates that the records committed at `--before` give it, by `test_reason_numbers`' rules, and replaced by the same
-candidate of today's records, at the same precision and sign style (a quote today's records already give is kept). A quote no candidate gives, or whose candidates now give different quotes, is left as it was and printed.
+candidate of today's records, at the same precision and sign style (a quote today's records already give is kept).
+A quote no candidate gives, or whose candidates now give different quotes, is left as it was and printed.
 Only numbers change: read every reason it rewrites, since its words ('on every seed', 'far above') may no longer hold.
 """
 import argparse
@@ -31,10 +32,6 @@ from compatrepro.runs import RECORD_ID  # noqa: E402
 DOCS = T.ROOT/'docs'
 
 
-def _tolerance(parts: list[str]) -> np.ndarray:
-    return 10.0 ** -np.array([len(x.split('.')[1]) if '.' in x else 0 for x in parts]) * 0.51 + 1e-9
-
-
 def formatted_like(quote: str, values) -> str:
     """`values` (one per seed) written as `quote` is: each at its number's decimals, with a '+' before the positive
     ones where the quote writes signs."""
@@ -53,7 +50,7 @@ def requoted(quote: str, before: list[np.ndarray], after: list[np.ndarray]) -> s
     source first; the first group with a candidate that gives `quote` decides. Empty: no candidate gives `quote`;
     more than one: that group's candidates now disagree."""
     parts = quote.split('/')
-    target, tol = np.array([float(x) for x in parts]), _tolerance(parts)
+    target, tol = np.array([float(x) for x in parts]), T.quote_tolerance(parts)
     for b, a in zip(before, after):
         b, a = np.asarray(b, float).reshape(-1, 3), np.asarray(a, float).reshape(-1, 3)
         if b.shape != a.shape:
@@ -69,41 +66,15 @@ def requoted(quote: str, before: list[np.ndarray], after: list[np.ndarray]) -> s
 
 
 class CandidateGroups:
-    """The candidates `test_reason_numbers.QuoteSources.candidates` gives a quote, by the records of one tiny results
-    folder, in groups ordered from the likeliest source of a quote to the least: a record of the notebook, its claim's
-    margin, a difference of two of its records, what a curve gives, another claim's margin, a difference across its
-    items, a cited notebook's, a benchmark's; then, for a quote with decimals, midpoints and the paper's other
-    notebooks, and for a whole number, counts of queries and percentages."""
+    """Candidate groups of one tiny results folder for a quote: `QuoteSources.candidate_groups`, those of any quote
+    and then those of a quote with decimals or of a whole number, as `QuoteSources.traced` reads them."""
 
     def __init__(self, results: Path):
         self.sources = sources_at(results)
-        records = pd.concat([pd.read_csv(f).assign(notebook=f.name.split('.seed')[0])
-                             for f in sorted((results/'records').glob('*.csv'))], ignore_index=True)
-        self.pivots = {nb: T._on_seeds(g) for nb, g in records.groupby('notebook')}
 
     def groups(self, notebook: str, text: str, key: str, quote: str) -> list[np.ndarray]:
-        src, none = self.sources, np.zeros((0, 3))
-        p = self.pivots.get(notebook)
-        if p is None or p.empty:
-            return [none]
-        cat = lambda xs: np.concatenate([np.asarray(x, float).reshape(-1, 3) for x in xs]) if xs else none
-        within = [T._differences(g.values) for level in ([0, 1], [0, 2]) for _, g in p.groupby(level=level)]
-        means = T._allocation_means(p)
-        curves = [*T._curve_statistics(p), means.values, *T._curve_statistics(means)]
-        cited = src.cited(notebook, text)
-        own = src.margins.get(notebook, {})
-        margin = own.get(key, none)
-        others = [m for nb in [notebook, *cited] for k, m in src.margins.get(nb, {}).items()
-                  if (nb, k) != (notebook, key)]
-        metrics = T._by_metric(p)
-        elsewhere = [src.notebooks[nb][0] for nb in cited] + [d for nb in cited for d in T._across(metrics, src.metrics[nb])]
-        benchmarks = [T._benchmark_sources(n) for n in T.BENCHMARK.findall(text)]
-        out = [p.values, margin, cat(within), cat(curves), cat(others), cat(T._across(metrics, metrics)),
-               cat(elsewhere), cat(benchmarks)]
-        if '.' in quote:
-            return out + [T._midpoints(p), src.papers.get(T.paper_of_notebook(notebook + '.ipynb'), none)]
-        close = np.concatenate([p.values, cat(within), cat(curves)])
-        return out + [T._counts(np.concatenate([close, margin]), text), T._ratios(p)]
+        found, whole, decimal = self.sources.candidate_groups(notebook, text, key)
+        return found + (decimal if '.' in quote else whole)
 
 
 def sources_at(results: Path) -> 'T.QuoteSources':
@@ -136,9 +107,8 @@ def aligned(before: Path, after: Path, dest: Path) -> tuple[Path, Path]:
         (d/'records').mkdir()
         out.append(d)
     key = list(RECORD_ID)
-    for f in sorted({p.name for p in (before/'records').glob('*.csv')} | {p.name for p in (after/'records').glob('*.csv')}):
-        b, a = (pd.read_csv(s/'records'/f) if (s/'records'/f).exists() else None for s in (before, after))
-        if b is None or a is None: continue
+    for f in sorted(p.name for p in (before/'records').glob('*.csv') if (after/'records'/p.name).exists()):
+        b, a = (pd.read_csv(s/'records'/f) for s in (before, after))
         both = b.dropna(subset=['value'])[key].merge(a.dropna(subset=['value'])[key], on=key)
         for side, d in zip((b, a), out):
             side.merge(both, on=key).to_csv(d/'records'/f, index=False)
@@ -160,8 +130,8 @@ def requote_text(text: str, context: str, notebook: str, key: str, before, after
         if len(new) == 1:
             new_of[q] = new.pop()
         else:
-            log.append(f'{notebook} {key!r}: {q}: ' + ('no candidate gives it' if not new
-                                                          else 'its candidates now disagree: ' + ', '.join(sorted(new))))
+            why = 'no candidate gives it' if not new else 'its candidates now disagree: ' + ', '.join(sorted(new))
+            log.append(f'{notebook} {key!r}: {q}: {why}')
     return T.PER_SEED.sub(lambda m: new_of.get(m.group(0), m.group(0)), text)
 
 

@@ -56,12 +56,16 @@ def per_seed_quotes(text: str) -> list[str]:
     return PER_SEED.findall(text)
 
 
+def quote_tolerance(parts: list[str]) -> np.ndarray:
+    "How far a value may be from each number of a quote (`parts`) and still round to it, at its number's precision."
+    return 10.0 ** -np.array([len(x.split('.')[1]) if '.' in x else 0 for x in parts]) * 0.51 + 1e-9
+
+
 def quoted(quote: str, candidates: np.ndarray) -> bool:
     """Whether a row of `candidates` (n x 3, seeds 0-2) rounds to `quote` at the precision of each of its numbers, or
     does so in percent (a share quoted as a percentage)."""
     xs = quote.split('/')
-    target = np.array([float(x) for x in xs])
-    tol = 10.0 ** -np.array([len(x.split('.')[1]) if '.' in x else 0 for x in xs]) * 0.51 + 1e-9
+    target, tol = np.array([float(x) for x in xs]), quote_tolerance(xs)
     c = np.asarray(candidates, dtype=float).reshape(-1, 3)
     return bool(len(c)) and bool((np.abs(c - target) <= tol).all(axis=1).any()
                                  or (np.abs(c * 100 - target) <= tol).all(axis=1).any())
@@ -128,18 +132,25 @@ def _across(a: dict, b: dict) -> list[np.ndarray]:
     return [(a[m][:, None, :] - b[m][None, :, :]).reshape(-1, 3) for m in set(a) & set(b)]
 
 
-def _sources(p: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Every record of one notebook on seeds 0-2; the difference of every two records of one item and metric, of one
-    item and method (a curve's end minus its start), and of one metric across the notebook's items; and what a reason
-    reads off a curve (`_curve_statistics`), of the notebook's records on seeds 0-2 (`_on_seeds`). Returned as (all
-    of them, those a count of queries may be read from: all but the differences across items, too many for a whole
-    number to mean anything)."""
-    if p.empty: return np.zeros((0, 3)), np.zeros((0, 3))
+def _source_groups(p: pd.DataFrame) -> list[np.ndarray]:
+    """What one notebook's records on seeds 0-2 (`_on_seeds`) give a quote, in four groups, the likeliest source
+    first: its records; the difference of every two records of one item and metric, and of one item and method (a
+    curve's end minus its start); what a reason reads off a curve (`_curve_statistics`); the difference of every two
+    records of one metric across the notebook's items (too many for a whole number to mean anything)."""
+    if p.empty: return [np.zeros((0, 3))] * 4
     within = [_differences(g.values) for level in ([0, 1], [0, 2]) for _, g in p.groupby(level=level)]
     means = _allocation_means(p)
-    close = np.concatenate([p.values, *within, *_curve_statistics(p), means.values, *_curve_statistics(means)])
     metrics = _by_metric(p)
-    return np.concatenate([close, *_across(metrics, metrics)]), close
+    return [p.values, np.concatenate(within), np.concatenate([*_curve_statistics(p), means.values,
+                                                             *_curve_statistics(means)]),
+            np.concatenate([np.zeros((0, 3)), *_across(metrics, metrics)])]
+
+
+def _sources(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A notebook's `_source_groups` as (all of them, those a count of queries may be read from: all but the
+    differences across items)."""
+    close = np.concatenate(groups[:3])
+    return np.concatenate([close, groups[3]]), close
 
 
 def _midpoints(p: pd.DataFrame) -> np.ndarray:
@@ -236,7 +247,8 @@ class QuoteSources:
         records = pd.concat([pd.read_csv(f).assign(notebook=Path(f).name.split('.seed')[0])
                              for f in sorted(glob.glob(str(RESULTS/'records'/'*.csv')))], ignore_index=True)
         on_seeds = {nb: _on_seeds(g) for nb, g in records.groupby('notebook')}   # each notebook pivoted once
-        self.notebooks = {nb: _sources(p) for nb, p in on_seeds.items()}
+        self.groups = {nb: _source_groups(p) for nb, p in on_seeds.items()}
+        self.notebooks = {nb: _sources(g) for nb, g in self.groups.items()}
         self.metrics = {nb: _by_metric(p) for nb, p in on_seeds.items()}
         self.ratios = {nb: _ratios(p) for nb, p in on_seeds.items()}
         self.midpoints = {nb: _midpoints(p) for nb, p in on_seeds.items()}
@@ -255,24 +267,36 @@ class QuoteSources:
         "Whether `text` of `notebook` draws on a notebook whose re-run is under way (`rerun_under_way`): not checked."
         return bool({notebook, *self.cited(notebook, text)} & self.under_way)
 
-    def candidates(self, notebook: str, text: str, key: str = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(any quote's, a whole number's, a quote with decimals') candidates (n x 3, seeds 0-2) for `text` of
-        `notebook`, about its claim `key` when it is a reason."""
-        none = (np.zeros((0, 3)), np.zeros((0, 3)))
-        margin = self.margins.get(notebook, {}).get(key, np.zeros((0, 3)))
+    def candidate_groups(self, notebook: str, text: str, key: str = None) -> tuple[list, list, list]:
+        """The candidates (n x 3, seeds 0-2) for `text` of `notebook`, about its claim `key` when it is a reason, as
+        (any quote's, a whole number's, a quote with decimals') lists of groups, the likeliest source of a quote first:
+        a record of the notebook, its claim's margin, a difference of two of its records, what a curve gives, another
+        claim's margin of it or of a notebook it cites, a difference across its items, a cited notebook's, a named
+        benchmark's; a count of queries, a percentage; a midpoint, the paper's other notebooks (`tests/requote.py`
+        follows a quote through a re-run by them)."""
+        none = np.zeros((0, 3))
+        margin = self.margins.get(notebook, {}).get(key, none)
         named = set(BENCHMARK.findall(text))
         self.benchmarks |= {n: _benchmark_sources(n) for n in named - set(self.benchmarks)}
         cited = self.cited(notebook, text)
-        found, close = self.notebooks.get(notebook, none)
-        claimed = [m for nb in [notebook, *cited] for m in self.margins.get(nb, {}).values()]   # 'x fails, -5.34/..'
+        records, within, curves, across = self.groups.get(notebook, [none] * 4)
+        others = [m for nb in [notebook, *cited] for k, m in self.margins.get(nb, {}).items()   # 'x fails, -5.34/..'
+                  if (nb, k) != (notebook, key)]
         mine = self.metrics.get(notebook, {})
-        found = np.concatenate([found, *claimed, *(self.benchmarks[n] for n in named),
-                                *(self.notebooks[nb][0] for nb in cited),
-                                *(d for nb in cited for d in _across(mine, self.metrics[nb]))])
-        whole = np.concatenate([_counts(np.concatenate([close, margin]), text), self.ratios.get(notebook, none[0])])
-        sibling = self.papers.get(paper_of_notebook(notebook + '.ipynb'), np.zeros((0, 3)))
-        decimal = np.concatenate([sibling, self.midpoints.get(notebook, none[0])])
+        elsewhere = [*(self.notebooks[nb][0] for nb in cited),
+                     *(d for nb in cited for d in _across(mine, self.metrics[nb]))]
+        cat = lambda xs: np.concatenate([none, *xs])
+        found = [records, margin, within, curves, cat(others), across, cat(elsewhere),
+                 cat(self.benchmarks[n] for n in named)]
+        close = self.notebooks.get(notebook, (none, none))[1]
+        whole = [_counts(np.concatenate([close, margin]), text), self.ratios.get(notebook, none)]
+        decimal = [self.midpoints.get(notebook, none), self.papers.get(paper_of_notebook(notebook + '.ipynb'), none)]
         return found, whole, decimal
+
+    def candidates(self, notebook: str, text: str, key: str = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(any quote's, a whole number's, a quote with decimals') candidates (n x 3, seeds 0-2) for `text` of
+        `notebook`, about its claim `key` when it is a reason: `candidate_groups`, each list in one array."""
+        return tuple(np.concatenate(g) for g in self.candidate_groups(notebook, text, key))
 
     def traced(self, quote: str, candidates: tuple[np.ndarray, np.ndarray, np.ndarray], match=None) -> bool:
         "Whether `quote` is one of `candidates` (`candidates`' three) by `match` (default `quoted`) and its rules."
