@@ -151,7 +151,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         reuse = cache if p and not bumped else None
         making = np.mean([_making_seconds(q, seed, charged, reuse, scale) for q in ps])
         unlisted = any('artifacts' not in q for q in ps)
-        basis = (f'seed {seed}\'s last run' if p else f'estimated from seeds {_seeds_text(last)} (their mean)') + \
+        basis = (f'seed {seed}\'s last run' if p else f'estimated from seed {_seeds_text(last)}' if len(last) == 1 else
+                 f'estimated from seeds {_seeds_text(last)} (their mean)') + \
                 (' on today\'s code' if today else ', made on older code (the ledger lists every run)') + \
                 ('; it did not list its models: their making is not counted' if unlisted else
                  '; versions changed: every model made again' if bumped else
