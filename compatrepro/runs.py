@@ -4,8 +4,9 @@
 
 # %% ../nbs/14_runs.ipynb #709adb9d
 from __future__ import annotations
-import csv, json, os, re, shutil, subprocess, sys, tempfile, threading, time
+import csv, json, os, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,14 +25,14 @@ from .ledger import _PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text,
 from .ledger import own_seconds, pending_path, pending_runs, plan_runs, plan_wall, read_pending, write_pending
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS', 'ALL_PAPERS',
-           'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets', 'NotebookJob',
-           'execute_notebook', 'describe_status', 'run_notebooks', 'run_state', 'runs_of', 'head_commit',
-           'unsettled_runs', 'declare_pending', 'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text',
-           'norm_item', 'paper_items', 'item_claims', 'findings_text', 'claims_state', 'status_table', 'check_results',
-           'premise_chance', 'premise_criteria', 'premise_table', 'premise_text', 'run_hours', 'seed_wall_hours',
-           'run_hours_text', 'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'print_plan',
-           'reproduce']
+__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'STOP_GRACE', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS',
+           'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets',
+           'NotebookJob', 'RunStopped', 'stop_notebooks', 'execute_notebook', 'describe_status', 'run_notebooks',
+           'run_state', 'runs_of', 'head_commit', 'unsettled_runs', 'declare_pending', 'list_started_runs',
+           'run_outcome', 'settle_pending', 'pending_text', 'norm_item', 'paper_items', 'item_claims', 'findings_text',
+           'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria', 'premise_table',
+           'premise_text', 'run_hours', 'seed_wall_hours', 'run_hours_text', 'compare_records', 'seed_spreads',
+           'claim_sign_changes', 'runs_to_do', 'print_plan', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -90,15 +91,43 @@ class NotebookJob:
     seconds: float = 0.0
     threads: int|None = None
     env: dict = field(default_factory=dict)   # environment variables of the kernel, beside the runner's
+    stopped: bool = False            # interrupted (`stop_notebooks`): its notebook and records are not replaced
 
     def __post_init__(self):
         self.nb, self.out = Path(self.nb), Path(self.out)
         self.name = self.name or self.nb.stem
 
 KERNEL_START_TIMEOUT = 600   # s; papermill's 60 failed a run when 14 kernels started at once on 16 cores (2026-11-28)
+STOP_GRACE = 30.             # s a papermill process gets to shut its kernel down before it is killed
+_RUNNING, _RUNNING_LOCK = {}, threading.Lock()   # papermill process -> its job, while it runs
+
+class RunStopped(Exception):
+    "A notebook run stopped before its end by `stop_notebooks`."
+
+def _stop(p: subprocess.Popen, grace: float = STOP_GRACE) -> None:
+    """Stop papermill process `p` and its kernel: SIGINT, on which papermill shuts its kernel down (on SIGTERM or
+    SIGKILL it leaves the kernel running, training on), then SIGKILL after `grace` seconds."""
+    if p.poll() is not None: return
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(grace)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+
+def stop_notebooks(grace: float = STOP_GRACE) -> list[str]:
+    "Stop every notebook that `execute_notebook` runs now, kernels included; the names of the jobs stopped."
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.items())
+        for _, job in running:
+            job.stopped = True
+    for p, _ in running:
+        _stop(p, grace)
+    return [job.name for _, job in running]
+
 
 def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: str|Path|None = None) -> NotebookJob:
-    "Run `job` with papermill in a subprocess; fill in `ok`, `error`, `seconds`."
+    """Run `job` with papermill in a subprocess; fill in `ok`, `error`, `seconds`. A run stopped before its end
+    (`stop_notebooks`) leaves `job.out` as it was; one past its `timeout` is stopped and written as far as it ran."""
     job.out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, COMPATREPRO_NOTEBOOK=str(job.nb.resolve()), COMPATREPRO_PROGRESS='0', MPLBACKEND='Agg',
                PYTHONUNBUFFERED='1', **job.env)
@@ -109,27 +138,43 @@ def execute_notebook(job: NotebookJob, threads: int|None = None, status_file: st
         env['COMPATREPRO_STATUS_FILE'] = str(status_file)
     log = job.out.with_suffix('.log')
     t0 = time.time()
+    try:
+        _execute(job, env, log, t0)
+    except RunStopped:
+        pass
+    return job
+
+def _execute(job: NotebookJob, env: dict, log: Path, t0: float) -> None:
+    "`execute_notebook`'s papermill run, its notebook written to `job.out` unless it is stopped (`RunStopped`)."
     with atomic_path(job.out) as tmp, tempfile.TemporaryDirectory() as td:
         tmp_nb = Path(td)/job.out.name            # papermill wants a .ipynb name
         pfile = Path(td)/'params.json'; pfile.write_text(json.dumps(job.params))
         cmd = [sys.executable, '-m', 'papermill', str(job.nb), str(tmp_nb), '-f', str(pfile),
                '--cwd', str(job.cwd or job.nb.parent), '-k', 'python3', '--language', 'python', '--no-progress-bar',
                '--start-timeout', str(KERNEL_START_TIMEOUT)]
+        with open(log, 'w') as lf:   # a session of its own: a terminal's Ctrl-C reaches the runner, which stops it
+            p = subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
+        with _RUNNING_LOCK:
+            _RUNNING[p] = job
         try:
-            with open(log, 'w') as lf:
-                r = subprocess.run(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, timeout=job.timeout)
-            job.ok = r.returncode == 0
-            if not job.ok:
+            job.ok = p.wait(job.timeout) == 0
+            if not job.ok and not job.stopped:
                 job.error = _tail_error(log.read_text(errors='replace'))
         except subprocess.TimeoutExpired:
-            job.ok, job.error = False, f'still running after {job.timeout} s: killed'
+            _stop(p)
+            job.ok, job.error = False, f'still running after {job.timeout} s: stopped'
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.pop(p, None)
         job.seconds = time.time() - t0
+        if job.stopped:   # the executed notebook it would replace stays as it was
+            job.ok, job.error = False, 'stopped before its end'
+            raise RunStopped(job.name)
         if tmp_nb.exists():
             strip_widgets(tmp_nb); shutil.copyfile(tmp_nb, tmp)
         else:
             raise RuntimeError(f'{job.name}: papermill wrote no notebook; its output:\n'
                                f'{log.read_text(errors="replace")[-3000:]}')
-    return job
 
 def _tail_error(text: str, n: int = 25) -> str:
     "The end of a papermill log, from its last traceback or error line on."
@@ -212,26 +257,43 @@ class _Monitor:
             self.bars[job.name] = tqdm(total=0, position=slot, bar_format='{desc}', leave=False, file=sys.stderr)
         return self.bars[job.name]
 
+@contextmanager
+def _stop_on_sigterm():
+    "Inside it, SIGTERM to this process raises `KeyboardInterrupt` in the main thread, as Ctrl-C does."
+    if threading.current_thread() is not threading.main_thread():
+        yield; return
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f'signal {signum}')
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
 def run_notebooks(jobs: list[NotebookJob], n_jobs: int = 1, threads: int|None = None, show: bool = True,
                   on_done=None) -> list[NotebookJob]:
     """Execute `jobs` (`14_runs`), `n_jobs` at a time with `threads` CPU threads each; claims notebooks last.
-    `on_done(job)` is called as each finishes. Returns the jobs, filled in."""
+    `on_done(job)` is called as each finishes. Returns the jobs, filled in.
+    Interrupted (Ctrl-C, or SIGTERM in the main thread), it starts nothing more, stops the running notebooks and their
+    kernels (`stop_notebooks`), calls no `on_done` for them, and raises `KeyboardInterrupt`."""
     n_jobs = max(1, min(int(n_jobs), len(jobs) or 1))
     threads = threads or max(1, (os.cpu_count() or 1)//n_jobs)
     phases = [[j for j in jobs if not is_claims_notebook(j.nb)], [j for j in jobs if is_claims_notebook(j.nb)]]
-    slots = list(range(n_jobs)); slot_lock = threading.Lock()
+    slots = list(range(n_jobs)); slot_lock = threading.Lock(); stop = threading.Event()
     with tempfile.TemporaryDirectory() as sd, _Monitor(len(jobs), show) as mon:
         def one(job):
             with slot_lock:
                 slot = slots.pop(0)
             sf = Path(sd)/f'{slot}.json'; sf.unlink(missing_ok=True)
             try:
+                if stop.is_set(): return job
                 job.threads = threads
                 mon.started(job, slot, sf)
                 try:
                     execute_notebook(job, threads, sf)
                 except Exception as e:
                     job.ok, job.error = False, f'{type(e).__name__}: {e}'
+                if job.stopped or stop.is_set(): return job
                 mon.finished(job)
                 if on_done is not None:
                     on_done(job)
@@ -240,10 +302,18 @@ def run_notebooks(jobs: list[NotebookJob], n_jobs: int = 1, threads: int|None = 
                     slots.append(slot)
                     slots.sort()
             return job
-        for phase in phases:
-            if phase:
-                with ThreadPoolExecutor(n_jobs) as ex:
-                    list(ex.map(one, phase))
+        with _stop_on_sigterm():
+            for phase in phases:
+                if phase:
+                    with ThreadPoolExecutor(n_jobs) as ex:
+                        try:
+                            list(ex.map(one, phase))
+                        except BaseException:
+                            stop.set(); ex.shutdown(wait=False, cancel_futures=True)
+                            stopped = stop_notebooks()
+                            logger.warning(f"interrupted: stopped {', '.join(stopped) or 'nothing'}; their "
+                                           'notebooks and records are as they were')
+                            raise
     return jobs
 
 # %% ../nbs/14_runs.ipynb #46ea99b9
