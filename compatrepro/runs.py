@@ -104,15 +104,19 @@ _RUNNING, _RUNNING_LOCK = {}, threading.Lock()   # papermill process -> its job,
 class RunStopped(Exception):
     "A notebook run stopped before its end by `stop_notebooks`."
 
-def _stop(p: subprocess.Popen, grace: float = STOP_GRACE) -> None:
-    """Stop papermill process `p` and its kernel: SIGINT, on which papermill shuts its kernel down (on SIGTERM or
-    SIGKILL it leaves the kernel running, training on), then SIGKILL after `grace` seconds."""
-    if p.poll() is not None: return
-    p.send_signal(signal.SIGINT)
-    try:
-        p.wait(grace)
-    except subprocess.TimeoutExpired:
-        p.kill(); p.wait()
+def _stop(procs: list[subprocess.Popen], grace: float = STOP_GRACE) -> None:
+    """Stop papermill processes `procs` and their kernels: SIGINT to each, on which papermill shuts its kernel down
+    (on SIGTERM or SIGKILL it leaves the kernel running, training on), then SIGKILL to those still running after
+    `grace` seconds."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    deadline = time.time() + grace
+    for p in procs:
+        try:
+            p.wait(max(0., deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill(); p.wait()
 
 def stop_notebooks(grace: float = STOP_GRACE) -> list[str]:
     "Stop every notebook that `execute_notebook` runs now, kernels included; the names of the jobs stopped."
@@ -120,8 +124,7 @@ def stop_notebooks(grace: float = STOP_GRACE) -> list[str]:
         running = list(_RUNNING.items())
         for _, job in running:
             job.stopped = True
-    for p, _ in running:
-        _stop(p, grace)
+    _stop([p for p, _ in running], grace)
     return [job.name for _, job in running]
 
 
@@ -161,7 +164,7 @@ def _execute(job: NotebookJob, env: dict, log: Path, t0: float) -> None:
             if not job.ok and not job.stopped:
                 job.error = _tail_error(log.read_text(errors='replace'))
         except subprocess.TimeoutExpired:
-            _stop(p)
+            _stop([p])
             job.ok, job.error = False, f'still running after {job.timeout} s: stopped'
         finally:
             with _RUNNING_LOCK:
