@@ -15,9 +15,10 @@ BENCH = ROOT / 'benchmarks'
 
 def tables() -> dict:
     "(page, block name) -> the table its script makes now from the committed CSVs."
-    import bct_face_probe, bct_l2_probe, doubling_noise, family_identities, rm_epochs_ladder, simclr_screen
+    import bct_face_probe, bct_l2_probe, bct_paragon_identities, doubling_noise, family_identities, rm_epochs_ladder
+    import simclr_screen
     import old_seen_unseen, ract_upgrade_probe, seed_cost, vit_screen
-    from standin_regime import coverage_table, doubling_table
+    from standin_regime import coverage_table, doubling_table, summary
 
     screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
     convergence = [str(p) for p in sorted((BENCH / 'convergence').glob('*.csv'))]
@@ -38,6 +39,11 @@ def tables() -> dict:
             ('docs/suspects.md', 'l2 readings'): bct_l2_probe.summary(BENCH / 'bct_l2_probe.csv'),
             ('docs/suspects.md', 'identity lever'):
                 bct_face_probe.identity_summary(BENCH / 'bct_face_probe.csv', BENCH / 'bct_face_identities.csv'),
+            ('docs/suspects.md', 'paragon identities'):
+                bct_paragon_identities.summary(*(BENCH / f'bct_paragon_{n}.csv'
+                                                 for n in ('identities', 'epochs', 'rules'))),
+            ('docs/suspects.md', 'face schedule premise'):
+                summary([BENCH / 'standin_regime' / f'library-face-e{e}.csv' for e in (48, 96)]),
             ('docs/suspects.md', 'market identity lever'):
                 family_identities.summary([BENCH / 'bct_market_identities.csv'])}
 

@@ -24,6 +24,18 @@ def apply_probe_arguments(a: argparse.Namespace) -> None:
     torch.set_num_threads(a.threads)
 
 
+def probe_seeds(a: argparse.Namespace, probe_seed, *args) -> list:
+    """The rows of `probe_seed(seed, a.scale, *args)` for each of `a.seeds`, the CSV `a.out` rewritten after each seed
+    (a seed finished is kept if a later one is interrupted)."""
+    import pandas as pd
+
+    rows = []
+    for s in a.seeds:
+        rows += probe_seed(s, a.scale, *args)
+        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')
+    return rows
+
+
 def variant_arguments(ap: argparse.ArgumentParser, variants, cache_root: str) -> argparse.ArgumentParser:
     "The options of a screen of variants (`simclr_screen.py`, `vit_screen.py`): which variants, and their caches."
     ap.add_argument('--cache-root', default=cache_root, help="a cache per variant other than the library's")

@@ -21,9 +21,7 @@ import shutil, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import pandas as pd
-
-from probe_args import apply_probe_arguments, probe_arguments
+from probe_args import apply_probe_arguments, probe_arguments, probe_seeds
 
 PACKAGE, AUTHORS = 'keys with gradient (package, eq. 6)', 'keys without gradient (OpenCompatible, gather_all)'
 
@@ -100,10 +98,7 @@ def main(argv=None):
     ap.add_argument('--allocations', nargs='+', default=list(RACT_ALLOCATIONS), choices=list(RACT_ALLOCATIONS))
     a = ap.parse_args(argv)
     apply_probe_arguments(a)
-    rows = []
-    for s in a.seeds:
-        rows += probe_seed(s, a.scale, a.allocations)
-        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
+    probe_seeds(a, probe_seed, a.allocations)
 
 
 if __name__ == '__main__':

@@ -1,17 +1,19 @@
 """The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
-bct_l2_probe.py, ract_keys_probe.py, family_identities.py and ract_upgrade_probe.py) still run on the library as it is: each at smoke scale
-on a scratch cache, its CSV holding every variant and pair it promises. The committed CSVs (made at tiny scale) are
-checked for the same columns and rows: a probe and its results stay in step."""
+bct_l2_probe.py, bct_paragon_identities.py, ract_keys_probe.py, family_identities.py and ract_upgrade_probe.py) still
+run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it
+promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a probe and its results
+stay in step."""
 
 import os, subprocess, sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-import bct_face_probe, bct_l2_probe, fastfill_disc_probe, ract_keys_probe  # noqa: E402
+import bct_face_probe, bct_l2_probe, bct_paragon_identities, fastfill_disc_probe, ract_keys_probe  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
@@ -199,3 +201,36 @@ def test_committed_ract_upgrade_probe_is_whole():
     starts = t[t.model == 'start of new R101'].groupby('start')['epochs'].max()
     assert starts['ResNet-18 start of 24 epochs'] == 24 and starts["ResNet-18 start with the ResNet-10's epochs"] == 48
 
+
+
+def paragon_rows_ok(t: pd.DataFrame, seeds, models) -> None:
+    "Per seed, each model once, its identities, epochs and steps, and every point under both poolings, measured."
+    P = bct_paragon_identities
+    assert sorted(t['seed'].unique()) == list(seeds)
+    assert all(sorted(g['model']) == sorted(P.MODELS[k][0] for k in models) for _, g in t.groupby('seed'))
+    points = [c for c in t if c.startswith(('TAR@', 'TPIR@', 'rank')) and 'unit' not in c and 'seen' not in c]
+    assert len(points) >= 8 and all(f'{c} (unit images)' in t for c in points)
+    assert t[points + ['norm cv (IJB-C)', 'rank1 seen (25 %)', 'rank1 unseen']].notna().all().all()
+    for k in models:   # the steps lever's models train for their multiple of the recipe's epochs, on their split
+        name, split, times = P.MODELS[k]
+        r = t[t['model'] == name]
+        ref = t[t['model'] == P.MODELS[f'ids{P.SPLITS[split]}'][0]] if f'ids{P.SPLITS[split]}' in models else None
+        if ref is not None and len(ref):
+            assert (r['epochs'].to_numpy() == np.maximum(1, np.round(times*ref['epochs'].to_numpy()))).all(), name
+
+
+def test_bct_paragon_identities_runs(tmp_path):
+    out = run_probe('bct_paragon_identities', tmp_path, '--models', *bct_paragon_identities.MODELS)
+    paragon_rows_ok(pd.read_csv(out.with_suffix('.csv')), [0], list(bct_paragon_identities.MODELS))
+
+
+def test_committed_bct_paragon_identities_are_whole():
+    """The identity ladder and steps lever, the epochs ladder and the recipe's two rules, each on seeds 0-2; every model
+    of the script in one of them, and the summary reads the three files."""
+    P, bench = bct_paragon_identities, ROOT / 'benchmarks'
+    files = {'identities': P.LEVERS, 'epochs': P.LADDER, 'rules': P.RULES}
+    assert sorted(k for models in files.values() for k in models) == sorted(P.MODELS)
+    for name, models in files.items():
+        paragon_rows_ok(pd.read_csv(bench / f'bct_paragon_{name}.csv'), [0, 1, 2], models)
+    table = P.summary(*(bench / f'bct_paragon_{name}.csv' for name in files))
+    assert len(table.splitlines()) == 2 + len(P.MODELS)
