@@ -81,8 +81,8 @@ def probe_seed(seed: int, scale: str = 'tiny', models=LEVERS) -> list:
         recipe = P.fit(backbone_spec(split, P.scale, P.seed, **P.overrides))
         spec = recipe if times == 1. else P.fit(backbone_spec(split, P.scale, P.seed, **P.overrides,
                                                               epochs=max(1, round(times*recipe.epochs))))
-        images = len(get_split(split, 'train', P.scale, P.data_root))
         labels = np.asarray(get_split(split, 'train', P.scale, P.data_root).labels)
+        images = len(labels)
         F = face_features(spec)
         t = face_test(F, F, data)
         unit = {k: torch.nn.functional.normalize(torch.as_tensor(v).float(), dim=1) for k, v in F.items()}
