@@ -35,7 +35,7 @@ from dataclasses import replace
 
 import numpy as np, pandas as pd
 
-from probe_args import apply_identity_arguments, apply_probe_arguments, identity_arguments, probe_arguments
+from probe_args import apply_identity_arguments, apply_probe_arguments, identity_arguments, probe_arguments, probe_seeds
 
 MODELS = ('new-β', 'new-β-sys', 'new-l2 (MSE)')
 POINTS = ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2', 'rank1')
@@ -123,10 +123,7 @@ def main(argv=None):
     a = identity_arguments(ap, "IMDB-Face's").parse_args(argv)
     apply_probe_arguments(a)
     apply_identity_arguments(ap, a, 'imdbface', '--identities 480 --images 25')
-    rows = []
-    for s in a.seeds:
-        rows += probe_seed(s, a.scale, None if a.identities is None else (a.identities, a.images))
-        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
+    probe_seeds(a, probe_seed, None if a.identities is None else (a.identities, a.images))
 
 
 if __name__ == '__main__':

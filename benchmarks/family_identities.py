@@ -47,7 +47,7 @@ import sys
 
 import pandas as pd
 
-from probe_args import apply_identity_arguments, apply_probe_arguments, identity_arguments, probe_arguments
+from probe_args import apply_identity_arguments, apply_probe_arguments, identity_arguments, probe_arguments, probe_seeds
 
 # family: (old split, new split, the specs' keyword arguments, as the notebook gives them)
 FAMILIES = {'vggface2': ('vggface2-863', 'vggface2-8631', dict(old_steps_like_new=True, embedding='mlfct')),
@@ -178,11 +178,8 @@ def main(argv=None):
     a = identity_arguments(ap, "the family's").parse_args(argv)
     apply_probe_arguments(a)
     apply_identity_arguments(ap, a, a.family, '--identities 384 --images 25')
-    rows = []
-    for s in a.seeds:
-        rows += probe_seed(s, a.scale, a.family, {k: getattr(a, k) for k in RECIPE_LEVERS if getattr(a, k) is not None},
-                           ('new-β',) if a.bct else ())
-        pd.DataFrame(rows).to_csv(a.out, index=False, float_format='%.4f')  # each finished seed is kept
+    probe_seeds(a, probe_seed, a.family, {k: getattr(a, k) for k in RECIPE_LEVERS if getattr(a, k) is not None},
+                ('new-β',) if a.bct else ())
     print(summary([a.out]))
 
 
