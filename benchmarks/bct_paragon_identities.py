@@ -70,17 +70,18 @@ def probe_seed(seed: int, scale: str = 'tiny', models=LEVERS) -> list:
     from compatrepro.data import get_split
     from compatrepro.pipeline import get_features
     from compatrepro.runtime import ExperimentParams, RunContext, set_context
-    from compatrepro.specs import backbone_spec
+    from compatrepro.specs import STANDIN_RECIPES, backbone_spec
 
     P = ExperimentParams(seed=seed, scale=scale, device='cpu')
+    recipe_epochs = STANDIN_RECIPES[scale][0]['epochs']   # the rows' "recipe epochs": the recipe's 96, not the face
+                                                          # schedule that this experiment chose (`06a_specs`)
     set_context(RunContext.from_env(device='cpu', progress=False))
     data = face_data(P)
     allowed = face_points(P, data)['allowed']
     rows = []
     for name, split, times in (MODELS[k] for k in models):
-        recipe = P.fit(backbone_spec(split, P.scale, P.seed, **P.overrides))
-        spec = recipe if times == 1. else P.fit(backbone_spec(split, P.scale, P.seed, **P.overrides,
-                                                              epochs=max(1, round(times*recipe.epochs))))
+        epochs = max(1, round(times*P.overrides.get('epochs', recipe_epochs)))
+        spec = P.fit(backbone_spec(split, P.scale, P.seed, **(P.overrides | {'epochs': epochs})))
         labels = np.asarray(get_split(split, 'train', P.scale, P.data_root).labels)
         images = len(labels)
         F = face_features(spec)

@@ -23,8 +23,8 @@ from .manifests import ManifestDataset, load_manifest
 # %% auto #0
 __all__ = ['SPLITS', 'SPLITS_VERSION', 'STANDIN_ONLY_FAMILIES', 'SPLIT_FAMILY_VERSIONS', 'IJBC_TEMPLATE_SIZES', 'MARKET_CAMERAS',
            'LANDMARKS', 'LANDMARK_SHARE', 'OCCLUSION', 'SplitSpec', 'GenderSplitConfig', 'split_versions',
-           'list_splits', 'describe_split', 'template_layout', 'occlude', 'get_split', 'ijbc_protocol_counts',
-           'false_alarms_allowed']
+           'list_splits', 'describe_split', 'template_layout', 'occlude', 'get_split', 'standin_train_images',
+           'ijbc_protocol_counts', 'false_alarms_allowed']
 
 # %% ../nbs/03_data.ipynb #048faf69
 def _n_of(k_paper: float, n_paper: float, n_here: int) -> int:
@@ -72,14 +72,20 @@ def _split_rows(split, classes_of=None):
         if classes_of is not None:
             m &= df.label.isin(classes_of(df, ctx))
         return _rows(m)
+    if split == 'train' and classes_of is None:
+        sel.n_classes = lambda t: t   # of t training classes, all (`standin_train_images`)
     return sel
 
 def _random_classes(frac, tag, rest=False):
     "Training images of a random `frac` of the classes (fixed by the seed), or of the other classes if `rest`."
+    def share(t):
+        return max(1, round(frac*t))
     def sel(df, ctx):
         ids = _train_ids(df); perm = _rng(ctx['seed'], tag).permutation(len(ids))
-        k = max(1, round(frac*len(ids))); chosen = ids[np.sort(perm[:k] if not rest else perm[k:])]
+        k = share(len(ids)); chosen = ids[np.sort(perm[:k] if not rest else perm[k:])]
         return _rows((df.split == 'train') & df.label.isin(chosen))
+    sel.n_classes = (lambda t: t - share(t)) if rest else share   # of t training classes, how many (
+                                                                  # `standin_train_images`)
     return sel
 
 def _image_fraction(frac, tag, rest=False):
@@ -450,6 +456,21 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
                          "torchvision's ImageNet weights: pass "
                          "BackboneSpec(pretrained='/path/to/resnet50-weights.pth') (see data_prep/README.md)")
     return _paper_split(spec, part, data_root, ctx)
+
+# %% ../nbs/03_data.ipynb #57e40253
+def standin_train_images(name: str, scale: str = 'tiny', config: GlyphConfig|None = None) -> int:
+    """How many training images the split `name` has on the stand-in at `scale`, from the stand-in's sizes alone (no
+    image is made, unlike `len(get_split(name, 'train', scale))`): its classes times the family's training images per
+    class. For the splits that train on all of their family's classes or on a random share of them (IMDB-Face's);
+    `06a_specs` caps the face models' schedule with it."""
+    spec, sc = _spec(name), check_scale(scale)
+    n_classes = getattr(spec.parts.get('train'), 'n_classes', None)
+    if sc not in STANDIN_SCALES or n_classes is None:
+        raise ValueError(f"standin_train_images counts the stand-in's splits of whole classes ({name!r} at {scale!r} "
+                         f"is not one): use len(get_split({name!r}, 'train', {scale!r}))")
+    cfg = config or standin_config(sc)
+    return n_classes(family_sizes(cfg)[spec.family][0]) * family_images(cfg, spec.family)[0]
+
 
 # %% ../nbs/03_data.ipynb #37a7604b
 def ijbc_protocol_counts(query, gallery, ev) -> dict:
