@@ -51,19 +51,21 @@ def face_media(part) -> list[str]|None:
     paths = getattr(part, 'paths', None)
     return None if paths is None else [ijbc_media(p) for p in paths]
 
-def _templates(features, part) -> tuple:
+def _templates(features, part, normalize_images: bool = False) -> tuple:
     """(template features, identity and gallery half 'G1'/'G2' of each template) of one IJB-C `part` embedded as
-    `features`."""
-    _, T = template_features(features, part.templates, media_ids=face_media(part))
+    `features` (unit-length image features pooled if `normalize_images`)."""
+    _, T = template_features(features, part.templates, normalize_images, media_ids=face_media(part))
     _, labels = template_labels(part.templates, part.labels)
     _, halves = template_labels(part.templates, part.gallery_set)
     return T, labels, np.array([f'G{x}' for x in halves])
 
-def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FPIRS, ranks=(1, 5)) -> dict:
+def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FPIRS, ranks=(1, 5),
+              normalize_images: bool = False) -> dict:
     r"""BCT's test $M(\phi_1, \phi_2)$ of a comparison pair on IJB-C: `first`, `second` the `face_features` of
     $\phi_1$ and $\phi_2$, `data` the `face_data`. Returns `TAR@FAR=<r>` (percent) and `false accepts@FAR=<r>`,
     `TPIR@FPIR=<r>` (the mean over G1 and G2) and `false alarms@FPIR=<r>` (the fewer of the two halves), and
-    `rank<k>` of the mated searches."""
+    `rank<k>` of the mated searches. `normalize_images=True`: the templates pool unit-length image features (the
+    pooling's other reading, `template_features`), not the features as the models give them."""
     ev, q, g = data['eval'], data['query'], data['gallery']
     for nm, f in (('first', first), ('second', second)):
         for p, d in (('eval', ev), ('query', q), ('gallery', g)):
@@ -71,14 +73,15 @@ def face_test(first: dict, second: dict, data: dict, fars=BCT_FARS, fpirs=BCT_FP
                 raise ValueError(f"{nm}['{p}'] has {len(f[p])} features for {len(d.labels)} images of the {p} part")
     pairs = np.asarray(ev.template_pairs)
     med = face_media(ev)
-    v = pair_verification(template_features(first['eval'], ev.templates, media_ids=med),
-                          template_features(second['eval'], ev.templates, media_ids=med),
+    v = pair_verification(template_features(first['eval'], ev.templates, normalize_images, media_ids=med),
+                          template_features(second['eval'], ev.templates, normalize_images, media_ids=med),
                           pairs[:, :2], pairs[:, 2].astype(bool), far=fars)
     out = {}
     for r in fars:
         (out[f'TAR@FAR={rate_tag(r)}'],
          out[f'false accepts@FAR={rate_tag(r)}']) = v[f'TAR@FAR={r:g}'], v[f'false_accepts@FAR={r:g}']
-    Pq, pl, _ = _templates(first['query'], q); Gg, gl, parts = _templates(second['gallery'], g)
+    Pq, pl, _ = _templates(first['query'], q, normalize_images)
+    Gg, gl, parts = _templates(second['gallery'], g, normalize_images)
     s = open_set_search(Pq, pl, Gg, gl, parts, fpir=fpirs, ranks=ranks)
     names = sorted({k.split('/')[0] for k in s if '/' in k})
     for r in fpirs:
