@@ -457,7 +457,7 @@ def get_split(name: str, part: str, scale: str = 'tiny', data_root: str|Path|Non
                          "BackboneSpec(pretrained='/path/to/resnet50-weights.pth') (see data_prep/README.md)")
     return _paper_split(spec, part, data_root, ctx)
 
-# %% ../nbs/03_data.ipynb #57e40253
+# %% ../nbs/03_data.ipynb #3dd51027
 def standin_train_images(name: str, scale: str = 'tiny', config: GlyphConfig|None = None) -> int:
     """How many training images the split `name` has on the stand-in at `scale`, from the stand-in's sizes alone (no
     image is made, unlike `len(get_split(name, 'train', scale))`): its classes times the family's training images per
