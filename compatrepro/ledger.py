@@ -130,7 +130,9 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     their artifacts gives only its own time: `lower_bound` says so. An estimate from a run on older code whose versions
     changed is scaled, part by part, by what the runs re-run so far cost over those they replaced (`rerun_factors`): a
     new recipe changes what each backbone costs, not what a transformation does. One row per run: `minutes`, of which
-    `making`, `lower_bound`, and its `basis`. The estimate is for the machine and threads the recorded runs had;
+    `making`, `lower_bound`, its `basis`, and `older_cache`: the estimate takes the models of a run made on older code
+    that the cache holds as made, where today's code may ask for others (a changed recipe's: new keys). The estimate
+    is for the machine and threads the recorded runs had;
     `plan_wall` turns it into wall time."""
     res_dir = Path(res_dir)
     cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
@@ -142,7 +144,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         last = today or every
         if not last:
             rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False,
-                             basis='never ran: unknown')); continue
+                             basis='never ran: unknown', older_cache=False)); continue
         p = last.get(seed)
         ps = [p] if p else [last[s] for s in sorted(last)]
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
@@ -162,8 +164,9 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
             basis += (f'; scaled as the {factors[1]} run(s) re-run so far cost over those they replaced ('
                       + ', '.join(f'{k} x{v:.1f}' for k, v in sorted(scale.items())) + ')')
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
-                         basis=basis))
-    return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis'])
+                         basis=basis, older_cache=reuse is not None and not today))
+    return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis',
+                                       'older_cache'])
 
 def plan_wall(minutes, n_jobs: int) -> float:
     "Wall minutes of runs of `minutes` at `n_jobs` at a time, each started in that order on the first free slot."

@@ -900,6 +900,10 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
         print(f"No estimate for {', '.join(unknown)}: never ran.")
     if low:
         print(f'{low} run(s) recorded before runs listed their models count only their own time.')
+    if n := int(here.older_cache.sum()):
+        print(f'{n} run(s) are estimated from runs made on older code, taking the models of those runs that the cache '
+              'holds as made: where today\'s code asks for other models (a changed recipe), expect up to the empty '
+              'cache\'s time for them.')
     if known != res_dir and not any((res_dir/'runs').glob('*.seed*.json')):
         print(f'The runs would write under {res_dir}, which holds no run yet (a relative --out is taken from the '
               'current folder).')
