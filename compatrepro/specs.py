@@ -270,7 +270,7 @@ def backbone_spec(split: str, scale: str = 'tiny', seed: int = 0, steps_like: st
         kw.update(recipe)
         kw.update(arch_recipes.get(arch, {}))
         kw['epochs'] = by_arch.get(steps_like or arch, recipe['epochs'])
-        if fam == 'imdbface':   # the face schedule (the note below): every image seen as often as by the 50 % model
+        if fam == 'imdbface':   # the face schedule (the note below): no more steps than the 50 % model's
             n_ref, n = (standin_train_images(s, scale) for s in (STANDIN_FACE_STEPS_SPLIT, split))
             kw['epochs'] = min(kw['epochs'], max(1, round(recipe['epochs']*n_ref/n)))
         if paper.get('schedule') == 'step':   # a paper's step schedule (BCT's, IMDB-Face) is kept at its relative
