@@ -1,5 +1,6 @@
 """The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
-bct_l2_probe.py, bct_paragon_identities.py, ract_keys_probe.py, family_identities.py and ract_upgrade_probe.py) still
+bct_l2_probe.py, bct_paragon_identities.py, bct_feature_lengths.py, ract_keys_probe.py, family_identities.py and
+ract_upgrade_probe.py) still
 run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it
 promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a probe and its results
 stay in step."""
@@ -13,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-import bct_face_probe, bct_l2_probe, bct_paragon_identities, fastfill_disc_probe, ract_keys_probe  # noqa: E402
+import bct_face_probe, bct_feature_lengths, bct_l2_probe, bct_paragon_identities  # noqa: E402
+import fastfill_disc_probe, ract_keys_probe  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
@@ -234,3 +236,39 @@ def test_committed_bct_paragon_identities_are_whole():
         paragon_rows_ok(pd.read_csv(bench / f'bct_paragon_{name}.csv'), [0, 1, 2], models)
     table = P.summary(*(bench / f'bct_paragon_{name}.csv' for name in files))
     assert len(table.splitlines()) == 2 + len(P.MODELS)
+
+
+def feature_length_rows_ok(t: pd.DataFrame, seeds) -> None:
+    "Per seed, each of 30's models once, both poolings' points and the lengths' measures; a spread is positive."
+    L = bct_feature_lengths
+    assert sorted(t['seed'].unique()) == list(seeds)
+    assert all(sorted(g['model']) == sorted(L.MODELS) for _, g in t.groupby('seed'))
+    cols = [f'{k} {w}' for k in L.POINTS for w in ('raw', 'unit')]
+    assert t[cols + ['length-typicality correlation']].notna().all().all()
+    assert (t['length cv'] > 0).all() and (t['length cv within templates'] > 0).all()
+
+
+def test_length_spread_by_hand():
+    """Lengths 1, 3 (template a) and 2, 2 (template b): cv over all 0.354 (std 0.707 / mean 2), within a 0.5, b 0."""
+    f = np.array([[1., 0], [0, 3.], [2., 0], [0, 2.]])
+    cv, within = bct_feature_lengths.length_spread(f, ['a', 'a', 'b', 'b'])
+    assert np.isclose(cv, np.sqrt(.5)/2) and np.isclose(within, .25)
+
+
+def test_length_typicality_by_hand():
+    """In each label two long rows point the way the label's others do and a short one points away: length and
+    typicality rank alike; made the longest, the atypical rows turn the correlation negative."""
+    f = np.array([[3., 0], [3., .1], [0, 1.], [2., 0], [2., .1], [0, .5]])
+    assert bct_feature_lengths.length_typicality(f, [0, 0, 0, 1, 1, 1]) > .5
+    assert bct_feature_lengths.length_typicality(f*[[1], [1], [9], [1], [1], [9]], [0, 0, 0, 1, 1, 1]) < -.5
+
+
+def test_bct_feature_lengths_runs(tmp_path):
+    feature_length_rows_ok(pd.read_csv(run_probe('bct_feature_lengths', tmp_path).with_suffix('.csv')), [0])
+
+
+def test_committed_bct_feature_lengths_are_whole():
+    t = pd.read_csv(ROOT / 'benchmarks' / 'bct_feature_lengths.csv')
+    feature_length_rows_ok(t, [0, 1, 2])
+    assert len(bct_feature_lengths.summary(ROOT / 'benchmarks' / 'bct_feature_lengths.csv').splitlines()) \
+        == 2 + len(bct_feature_lengths.MODELS) + 3
