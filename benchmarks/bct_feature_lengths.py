@@ -27,7 +27,6 @@ import numpy as np, pandas as pd, torch
 from probe_args import apply_probe_arguments, probe_arguments, probe_seeds
 
 MODELS = ['old', 'new', 'new-l2 (MSE)', 'new-LwF', 'new-β', 'new-β-kd', 'new-β-sys']   # 30's Table 1 and 2 models
-BCT = ['new-β', 'new-β-kd', 'new-β-sys']
 POINTS = ('TAR@FAR=1e-4', 'TPIR@FPIR=1e-2')
 
 
@@ -70,9 +69,10 @@ def probe_seed(seed: int, scale: str = 'tiny') -> list:
         F = face_features(specs[name])
         raw, unit = face_test(F, F, data), face_test(F, F, data, normalize_images=True)
         cv, cv_within = length_spread(F['eval'], data['eval'].templates)
-        row = dict(seed=seed, model=name, **{f'{k} raw': raw[k] for k in POINTS},
-                   **{f'{k} unit': unit[k] for k in POINTS}, **{'length cv': cv, 'length cv within templates': cv_within},
-                   **{'length-typicality correlation': length_typicality(F['eval'], data['eval'].labels)})
+        row = ({'seed': seed, 'model': name} | {f'{k} raw': raw[k] for k in POINTS}
+               | {f'{k} unit': unit[k] for k in POINTS}
+               | {'length cv': cv, 'length cv within templates': cv_within,
+                  'length-typicality correlation': length_typicality(F['eval'], data['eval'].labels)})
         rows.append(row)
         print(f'seed {seed} | {name:14s} ' + ' '.join(f'{k} {v:.3f}' for k, v in row.items()
                                                       if isinstance(v, float)), flush=True)
@@ -101,10 +101,11 @@ def summary(path) -> str:
     fall = d['TAR@FAR=1e-4 unit'] - d['TAR@FAR=1e-4 raw']
     spread = d['length cv within templates']
     new = d.model != 'old'
-    out.append('\n' + textwrap.fill(f"Spearman correlation, over the {len(d)} (model, seed) rows, of a self-test's fall at TAR@FAR=1e-4 "
-               f"under raw pooling (unit minus raw) with the spread of lengths within templates: "
-               f"{fall.corr(spread, method='spearman'):.2f}; over the {int(new.sum())} rows of the new models: "
-               f"{fall[new].corr(spread[new], method='spearman'):.2f}.", 120))
+    text = (f"Spearman correlation, over the {len(d)} (model, seed) rows, of a self-test's fall at TAR@FAR=1e-4 under "
+            f"raw pooling (unit minus raw) with the spread of lengths within templates: "
+            f"{fall.corr(spread, method='spearman'):.2f}; over the {int(new.sum())} rows of the new models: "
+            f"{fall[new].corr(spread[new], method='spearman'):.2f}.")
+    out.append('\n' + textwrap.fill(text, 120))
     return '\n'.join(out)
 
 
