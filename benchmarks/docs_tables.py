@@ -16,6 +16,7 @@ BENCH = ROOT / 'benchmarks'
 def tables() -> dict:
     "(page, block name) -> the table its script makes now from the committed CSVs."
     import bct_face_probe, bct_feature_lengths, bct_l2_probe, bct_paragon_identities, doubling_noise, family_identities
+    import fastfill_parts
     import rm_epochs_ladder
     import simclr_screen
     import old_seen_unseen, ract_upgrade_probe, seed_cost, vit_screen
@@ -43,6 +44,7 @@ def tables() -> dict:
             ('docs/suspects.md', 'paragon identities'):
                 bct_paragon_identities.summary(*(BENCH / f'bct_paragon_{n}.csv'
                                                  for n in ('identities', 'epochs', 'rules'))),
+            ('docs/suspects.md', 'fastfill parts'): fastfill_parts.summary(BENCH / 'fastfill_parts'),
             ('docs/suspects.md', 'bct feature lengths'): bct_feature_lengths.summary(BENCH / 'bct_feature_lengths.csv'),
             ('docs/suspects.md', 'face schedule premise'):
                 summary([BENCH / 'standin_regime' / f'library-face-e{e}.csv' for e in (48, 96)]),

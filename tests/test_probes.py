@@ -1,6 +1,6 @@
 """The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
-bct_l2_probe.py, bct_paragon_identities.py, bct_feature_lengths.py, ract_keys_probe.py, family_identities.py and
-ract_upgrade_probe.py) still
+bct_l2_probe.py, bct_paragon_identities.py, bct_feature_lengths.py, ract_keys_probe.py, family_identities.py,
+ract_upgrade_probe.py and fastfill_parts.py) still
 run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it
 promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a probe and its results
 stay in step."""
@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 import bct_face_probe, bct_feature_lengths, bct_l2_probe, bct_paragon_identities  # noqa: E402
-import fastfill_disc_probe, ract_keys_probe  # noqa: E402
+import fastfill_disc_probe, fastfill_parts, ract_keys_probe  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
@@ -272,3 +272,42 @@ def test_committed_bct_feature_lengths_are_whole():
     feature_length_rows_ok(t, [0, 1, 2])
     assert len(bct_feature_lengths.summary(ROOT / 'benchmarks' / 'bct_feature_lengths.csv').splitlines()) \
         == 2 + len(bct_feature_lengths.MODELS) + 3
+
+
+def parts_rows_ok(t: pd.DataFrame, summary: pd.DataFrame, seeds, dataset: str) -> None:
+    "Per seed every h in every order (and BCT's curve on Places), the oracle's order its own (tau 1), both metrics' parts."
+    hs = {'FCT', 'FastFill', 'FastFill (psi on stop-gradient h)'}
+    per_seed = len(hs) * 4 + (dataset == 'places')
+    assert sorted(t['seed'].unique()) == list(seeds) and len(t) == len(seeds) * per_seed
+    assert set(t['h']) == hs | ({'BCT'} if dataset == 'places' else set())
+    assert np.allclose(t[t['order'] == fastfill_parts.ORACLE]['tau_vs_oracle'], 1)
+    assert t[['top1~', 'mAP~', 'top1 at 0%', 'mAP at 100%']].notna().all().all()
+    assert len(summary) == 2 * len(seeds) and summary.notna().all().all()
+
+
+def test_l2_oracle_order_by_hand():
+    "Squared distances 1, 9, 4 to the new features: the oracle backfills item 1, then 2, then 0."
+    import torch
+    h, new = torch.tensor([[1., 0], [3., 0], [0, 2.]]), torch.zeros(3, 2)
+    assert fastfill_parts.l2_oracle_order(h, new).tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize('dataset', ['places', 'vggface2'])
+def test_fastfill_parts_runs(tmp_path, dataset):
+    out = run_probe('fastfill_parts', tmp_path, '--dataset', dataset).with_suffix('.csv')
+    parts_rows_ok(pd.read_csv(out), pd.read_csv(str(out).replace('.csv', '_summary.csv')), [0], dataset)
+
+
+@pytest.mark.parametrize('dataset', ['places', 'vggface2'])
+def test_committed_fastfill_parts_are_whole(dataset):
+    base = ROOT / 'benchmarks' / f'fastfill_parts_{dataset}'
+    summary = pd.read_csv(f'{base}_summary.csv')
+    parts_rows_ok(pd.read_csv(f'{base}.csv'), summary, [0, 1, 2], dataset)
+    # the probe rebuilt the notebook's curves: its whole is the notebook's FastFill minus FCT on every seed
+    nb, item = {'places': ('22_fastfill_places', 'Table 3'), 'vggface2': ('23_fastfill_vggface2', 'Table 2')}[dataset]
+    for seed in (0, 1, 2):
+        r = pd.read_csv(ROOT / 'results' / 'tiny' / 'records' / f'{nb}.seed{seed}.csv')
+        v = r[r['item'] == item].set_index(['method', 'metric'])['value']
+        for m in ('top1~', 'mAP~'):
+            whole = summary[(summary['seed'] == seed) & (summary['metric'] == m)]['whole'].item()
+            assert abs(whole - (v[('FastFill', m)] - v[('FCT', m)])) < 1e-3, (seed, m)
