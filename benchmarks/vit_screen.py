@@ -15,7 +15,13 @@ cosine, so the recipe's rows differ from 52's records by up to 0.2 point) beside
 - 'patch 4, lr 1e-3': both;
 - 'epochs x4': four times the recipe's epochs (60), its rate and warm-up: small-data ViTs train for hundreds of
   epochs (DeiT trains for 300);
-- 'epochs x8': eight times (120), the doubling test of 'epochs x4'.
+- 'epochs x8': eight times (120), the doubling test of 'epochs x4';
+- 'epochs x2': twice the recipe's epochs, the doubling test of today's recipe.
+
+The variants multiply the library's epochs of the day (the `epochs` column says what each row trained): the rows of
+'epochs x4' and 'epochs x8' were made when the recipe trained 15 epochs on the former images, before the recipe of
+2026-11-30 (60 epochs, the harder images, the width-16 old ResNet), so 'epochs x2' on today's recipe trains the 120
+epochs of the former 'epochs x8'.
 
     python benchmarks/vit_screen.py --seeds 0 --out benchmarks/vit_screen.csv
 
@@ -30,7 +36,8 @@ import pandas as pd
 from probe_args import apply_probe_arguments, probe_arguments, run_variants, variant_arguments
 
 VARIANTS = {'recipe': dict(), 'lr 1e-3': dict(lr=1e-3), 'patch 4': dict(patch=4), 'patch 4, lr 1e-3': dict(patch=4, lr=1e-3),
-            'epochs x4': dict(epochs_times=4), 'epochs x8': dict(epochs_times=8)}
+            'epochs x4': dict(epochs_times=4), 'epochs x8': dict(epochs_times=8),
+            'epochs x2': dict(epochs_times=2)}
 RECIPE = 'recipe'
 
 
