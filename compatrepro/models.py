@@ -15,11 +15,11 @@ from torch import nn
 from .core import STANDIN_SCALES, check_scale
 
 # %% auto #0
-__all__ = ['HEAD_DEFAULTS', 'ARCHS', 'RESNET_LAYOUTS', 'POOLINGS', 'EMBEDDINGS', 'TRANSFORMS', 'ClassifierHead', 'tiny_stem',
-           'narrow_resnet', 'GeM', 'make_backbone', 'ModelConfig', 'EmbeddingModel', 'load_model',
-           'mlfct_embedding_block', 'runs_channels_last', 'to_device', 'autocast', 'lbr', 'mlp_blocks',
-           'FCTTransformation', 'RMTransformation', 'count_macs', 'make_transformation', 'transformation_artifact',
-           'load_transformation']
+__all__ = ['HEAD_DEFAULTS', 'ARCHS', 'RESNET_LAYOUTS', 'POOLINGS', 'EMBEDDINGS', 'ONEDNN_NHWC_MIN_CHANNELS', 'TRANSFORMS',
+           'ClassifierHead', 'tiny_stem', 'narrow_resnet', 'GeM', 'make_backbone', 'ModelConfig', 'EmbeddingModel',
+           'load_model', 'mlfct_embedding_block', 'onednn_nhwc_hazard', 'runs_channels_last', 'to_device', 'autocast',
+           'lbr', 'mlp_blocks', 'FCTTransformation', 'RMTransformation', 'count_macs', 'make_transformation',
+           'transformation_artifact', 'load_transformation']
 
 # %% ../nbs/05_models.ipynb #e927ebc7
 from .losses import HEADS as HEAD_KINDS, linear_logits, normalized_softmax_logits, cosface_logits, arcface_logits
@@ -312,10 +312,20 @@ def mlfct_embedding_block(backbone: nn.Module, emb_dim: int) -> nn.Module:
     return backbone
 
 # %% ../nbs/05_models.ipynb #1193b051
+ONEDNN_NHWC_MIN_CHANNELS = 16   # AVX-512's channel block, the larger of oneDNN's two kernels with the bug
+
+def onednn_nhwc_hazard(model: nn.Module) -> bool:
+    "Whether `model` has a strided 1x1 convolution over fewer than `ONEDNN_NHWC_MIN_CHANNELS` (oneDNN#6035)."
+    return any(isinstance(m, nn.Conv2d) and m.kernel_size == (1, 1) and m.stride != (1, 1)
+               and m.in_channels < ONEDNN_NHWC_MIN_CHANNELS for m in model.modules())
+
 def runs_channels_last(model: nn.Module) -> bool:
-    "Whether `model` runs channels-last: a convolutional network (a ResNet), not a ViT."
+    """Whether `model` runs channels-last: a convolutional network (a ResNet), not a ViT, and on the CPU not one with
+    a `onednn_nhwc_hazard`."""
     mods = list(model.modules())
-    return any(isinstance(m, nn.Conv2d) for m in mods) and not any(isinstance(m, nn.MultiheadAttention) for m in mods)
+    if not any(isinstance(m, nn.Conv2d) for m in mods) or any(isinstance(m, nn.MultiheadAttention) for m in mods):
+        return False
+    return not (next(model.parameters()).device.type == 'cpu' and onednn_nhwc_hazard(model))
 
 def to_device(model: nn.Module, device: str|torch.device) -> nn.Module:
     "Move `model` to `device`, channels-last if it `runs_channels_last`."
