@@ -541,8 +541,10 @@ def main(argv: list[str]|None = None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f'compatrepro: {e}', file=sys.stderr); return 2
     except KeyboardInterrupt:   # Ctrl-C or SIGTERM: `run_notebooks` has stopped the notebooks and their kernels
-        print('compatrepro: interrupted. Runs that did not finish keep their old results (a re-run ledger keeps '
-              'them listed); the models they trained resume from their last epoch on the next run.', file=sys.stderr)
+        print('compatrepro: interrupted. Runs that did not finish keep their old notebooks, but their records and '
+              'figures hold what they recorded before the stop: the re-run ledger lists them as stale until they are '
+              're-run (git checkout results/ restores the last finished runs); the models they trained resume from '
+              'their last epoch on the next run.', file=sys.stderr)
         return 130
     except BrokenPipeError:   # `compatrepro status | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error when Python flushes stdout

@@ -315,7 +315,8 @@ def run_notebooks(jobs: list[NotebookJob], n_jobs: int = 1, threads: int|None = 
                             stop.set(); ex.shutdown(wait=False, cancel_futures=True)
                             stopped = stop_notebooks()
                             logger.warning(f"interrupted: stopped {', '.join(stopped) or 'nothing'}; their "
-                                           'notebooks and records are as they were')
+                                           'notebooks are as they were, their records and figures hold what they '
+                                           'recorded before the stop')
                             raise
     return jobs
 
