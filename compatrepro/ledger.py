@@ -12,10 +12,11 @@ import pandas as pd
 
 from .core import atomic_path, default_cache_dir
 from .provenance import package_versions
+from .report import paper_of_notebook
 
 # %% auto #0
-__all__ = ['PENDING_COLUMNS', 'pending_path', 'read_pending', 'write_pending', 'pending_runs', 'pending_notebooks', 'own_seconds',
-           'cost_parts', 'rerun_factors', 'plan_runs', 'plan_wall']
+__all__ = ['PENDING_COLUMNS', 'RERUN_FACTORS_LEAST', 'pending_path', 'read_pending', 'write_pending', 'pending_runs',
+           'pending_notebooks', 'own_seconds', 'cost_parts', 'rerun_factors', 'plan_runs', 'plan_wall']
 
 # %% ../nbs/12d_ledger.ipynb #2d59c1fa
 PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
@@ -77,15 +78,19 @@ def cost_parts(prov: dict) -> dict[str, float]|None:
         out[a.split('/')[0]] = out.get(a.split('/')[0], 0.) + (secs or 0.)
     return out
 
-def rerun_factors(res_dir: str|Path) -> tuple[dict[str, float], int]|None:
+RERUN_FACTORS_LEAST = 3   # a paper's own re-runs scale its plan from this many on
+
+def rerun_factors(res_dir: str|Path, paper: str|None = None) -> tuple[dict[str, float], int]|None:
     """({part: what the runs re-run from the ledger cost of it over what the runs they replaced did}, how many runs):
-    ratios of sums over the runs under `res_dir` that are off the ledger and recorded `replaced_cost` (`cost_parts` of
-    the run they replaced), for the parts both sides have; None where there is no such run."""
+    ratios of sums over the runs under `res_dir` (of `paper`'s notebooks only, where given) that are off the ledger and
+    recorded `replaced_cost` (`cost_parts` of the run they replaced), for the parts both sides have; None where there
+    is no such run."""
     listed, new, old, n = pending_runs(res_dir), {}, {}, 0
     for f in (Path(res_dir)/'runs').glob('*.seed*.json'):
         p = json.loads(f.read_text())
         now, before = cost_parts(p), p.get('replaced_cost')
         if now is None or not before or (p.get('notebook'), p.get('seed')) in listed: continue
+        if paper is not None and paper_of_notebook(f'{p.get("notebook")}.ipynb') != paper: continue
         n += 1
         for k in set(now) & set(before):
             new[k], old[k] = new.get(k, 0.) + now[k], old.get(k, 0.) + before[k]
@@ -128,7 +133,9 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     models took, not whether this seed's are cached: they are all counted. A run whose versions changed (a bumped
     method, recipe or stand-in) makes all of its artifacts again, under new keys. A run recorded before runs listed
     their artifacts gives only its own time: `lower_bound` says so. An estimate from a run on older code whose versions
-    changed is scaled, part by part, by what the runs re-run so far cost over those they replaced (`rerun_factors`): a
+    changed is scaled, part by part, by what the runs re-run so far cost over those they replaced (`rerun_factors`;
+    its paper's own re-runs where it has `RERUN_FACTORS_LEAST`, for the parts they made, since one paper's backbones
+    or transformations need not cost as another's): a
     new recipe changes what each backbone costs, not what a transformation does. One row per run: `minutes`, of which
     `making`, `lower_bound`, its `basis`, and `older_cache`: the estimate takes the models of a run made on older code
     that the cache holds as made, where today's code may ask for others (a changed recipe's: new keys). The estimate
@@ -137,7 +144,14 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     res_dir = Path(res_dir)
     cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
     reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
-    factors = rerun_factors(res_dir)
+    factors, by_paper = rerun_factors(res_dir), {}
+    def factors_of(stem):
+        paper = paper_of_notebook(f'{stem}.ipynb')
+        if paper not in by_paper:
+            own = rerun_factors(res_dir, paper)
+            by_paper[paper] = (factors if own is None or own[1] < RERUN_FACTORS_LEAST or factors is None
+                               else ({**factors[0], **own[0]}, own[1], paper))
+        return by_paper[paper]
     for stem, seed in runs:
         every = _last_runs(res_dir, stem)
         today = {s: q for s, q in every.items() if (stem, s) not in listed}
@@ -148,7 +162,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         p = last.get(seed)
         ps = [p] if p else [last[s] for s in sorted(last)]
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
-        scale = factors[0] if bumped and not today and factors else {}
+        fs = factors_of(stem) if bumped and not today else None
+        scale = fs[0] if fs else {}
         own = np.mean([own_seconds(q) for q in ps])*scale.get('own', 1.)
         reuse = cache if p and not bumped else None
         making = np.mean([_making_seconds(q, seed, charged, reuse, scale) for q in ps])
@@ -161,7 +176,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
                  '; every model made (an empty cache)' if empty_cache else
                  '; models the cache holds are not made again' if p else '; its models all made for this seed')
         if scale:
-            basis += (f'; scaled as the {factors[1]} run(s) re-run so far cost over those they replaced ('
+            basis += (f"; scaled as the {fs[1]} {fs[2] + ' ' if len(fs) > 2 else ''}run(s) re-run so far cost over "
+                      'those they replaced ('
                       + ', '.join(f'{k} x{v:.1f}' for k, v in sorted(scale.items())) + ')')
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
                          basis=basis, older_cache=reuse is not None and not today))
