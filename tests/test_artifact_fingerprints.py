@@ -82,7 +82,8 @@ def fingerprints(cache_dir) -> dict:
             for m in SP.COMPAT_METHODS:
                 out[f'backbone {m}'] = backbone_fingerprint(small_backbone_spec('imagenet-1k', compat=SP.CompatSpec(m, OLD, weight=1.0, tau=0.5)))
             for o in SP.FASTFILL_OBJECTIVES + SP.RM_OBJECTIVES:
-                spec = SP.transformation_spec(OLD, NEW, o, epochs=2, batch_size=8, inner_dim=16, hidden=16, lr=LR.get(o, 1e-2),
+                spec = SP.transformation_spec(OLD, NEW, o, epochs=2, batch_size=8, inner_dim=16, hidden=16,
+                                             lr=LR.get(o, 1e-2),
                                              **(dict(rho_blocks=2) if o == 'mcl' else {}))
                 out[f'transformation {o}'] = transformation_fingerprint(spec)
             f = P.get_features(NEW, 'imagenet-1k', 'eval')

@@ -19,7 +19,8 @@ GUARD = next(c for c in NEUTRAL_CHANGES if c['name'] == 'runs_channels_last')
 
 
 def _backbone_specs(run: dict) -> list[dict]:
-    return [m['spec'] for k, m in run.get('models', {}).items() if k.startswith('backbone/') and 'arch' in m.get('spec', {})]
+    return [m['spec'] for k, m in run.get('models', {}).items()
+            if k.startswith('backbone/') and 'arch' in m.get('spec', {})]
 
 
 def test_no_standin_network_meets_the_onednn_guard():
