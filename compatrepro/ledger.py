@@ -16,7 +16,7 @@ from .report import paper_of_notebook
 
 # %% auto #0
 __all__ = ['PENDING_COLUMNS', 'RERUN_FACTORS_LEAST', 'pending_path', 'read_pending', 'write_pending', 'pending_runs',
-           'pending_notebooks', 'own_seconds', 'cost_parts', 'rerun_factors', 'plan_runs', 'plan_wall']
+           'pending_notebooks', 'own_seconds', 'cost_parts', 'rerun_factors', 'paper_factors', 'plan_runs', 'plan_wall']
 
 # %% ../nbs/12d_ledger.ipynb #2d59c1fa
 PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
@@ -96,6 +96,14 @@ def rerun_factors(res_dir: str|Path, paper: str|None = None) -> tuple[dict[str, 
             new[k], old[k] = new.get(k, 0.) + now[k], old.get(k, 0.) + before[k]
     return ({k: new[k]/old[k] for k in old if old[k] > 0}, n) if n else None
 
+def paper_factors(res_dir: str|Path, paper: str, every=None) -> tuple[dict[str, float], int, str|None]|None:
+    """The `rerun_factors` that scale a listed run of `paper`: its own re-runs' where it has `RERUN_FACTORS_LEAST`
+    (all papers' for the parts they lack; the tuple then names the paper), else all papers' (`every`, if computed)."""
+    every = rerun_factors(res_dir) if every is None else every
+    own = rerun_factors(res_dir, paper)
+    if every is None or own is None or own[1] < RERUN_FACTORS_LEAST: return every and (*every, None)
+    return {**every[0], **own[0]}, own[1], paper
+
 def _last_runs(res_dir: Path, stem: str) -> dict[int, dict]:
     "seed -> provenance of every finished run of `stem` under `res_dir` that recorded its duration."
     out = {}
@@ -148,9 +156,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     def factors_of(stem):
         paper = paper_of_notebook(f'{stem}.ipynb')
         if paper not in by_paper:
-            own = rerun_factors(res_dir, paper)
-            by_paper[paper] = (factors if own is None or own[1] < RERUN_FACTORS_LEAST or factors is None
-                               else ({**factors[0], **own[0]}, own[1], paper))
+            by_paper[paper] = paper_factors(res_dir, paper, factors)
         return by_paper[paper]
     for stem, seed in runs:
         every = _last_runs(res_dir, stem)
@@ -176,7 +182,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
                  '; every model made (an empty cache)' if empty_cache else
                  '; models the cache holds are not made again' if p else '; its models all made for this seed')
         if scale:
-            basis += (f"; scaled as the {fs[1]} {fs[2] + ' ' if len(fs) > 2 else ''}run(s) re-run so far cost over "
+            basis += (f"; scaled as the {fs[1]} {fs[2] + ' ' if fs[2] else ''}run(s) re-run so far cost over "
                       'those they replaced ('
                       + ', '.join(f'{k} x{v:.1f}' for k, v in sorted(scale.items())) + ')')
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,

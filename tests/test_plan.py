@@ -9,7 +9,7 @@ import pytest
 
 from compatrepro.cli import main
 from compatrepro.runs import experiment_notebooks, run_outcome, run_state
-from compatrepro.ledger import RERUN_FACTORS_LEAST, own_seconds, pending_runs, rerun_factors
+from compatrepro.ledger import own_seconds, paper_factors, pending_runs
 from compatrepro.report import paper_of_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,9 +56,8 @@ def test_a_seed_never_run_costs_the_mean_of_the_others(nb):
     here, empty, basis = float(row.group(1)), float(row.group(2)), row.group(3)
     # runs on older code whose versions changed: as the re-runs so far cost over theirs (the paper's own where it has
     # enough of them)
-    every, own = rerun_factors(TINY), rerun_factors(TINY, paper_of_notebook(f'{nb}.ipynb'))
-    factors = ({**every[0], **own[0]} if every and own and own[1] >= RERUN_FACTORS_LEAST else every and every[0])
-    scale = factors if factors and 'scaled as' in basis else None
+    factors = paper_factors(TINY, paper_of_notebook(f'{nb}.ipynb'))
+    scale = factors[0] if factors and 'scaled as' in basis else None
     want = np.mean([_cost_s(p, scale) for p in runs.values()])/60
     # a new seed makes its own models, whatever the cache holds: the same with it and from an empty one
     assert want > 0 and abs(here - want) <= 0.051 and abs(empty - want) <= 0.051, (here, empty, want)
