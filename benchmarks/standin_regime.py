@@ -33,9 +33,11 @@ knobs column says `identities` and `n_train`, the family's), e.g. the face pair 
     python benchmarks/standin_regime.py --pairs imdbface --models old new --identities 480 --images 25 --double \
         --seeds 0 1 2 --cache /tmp/face-480 --out benchmarks/recipe_screen/face-480x25-e48.csv
 
-Rows: candidate, recipe, knobs, seed, pair, model, epochs, top1, mAP, chance, train_seconds, cpu_seconds. `--summary FILE...` prints the lever table
-(mean and per seed, and each criterion's verdict per seed) that docs/standin_regime.md shows; `--doubling FILE...` the
-doubling test per model with its CPU minutes (the recipe screen's table there).
+Rows: candidate, recipe, knobs, seed, pair, model, epochs, top1, mAP, chance, train_seconds, cpu_seconds, artifact (the
+model's artifact name in the cache, blank for a cross-test; rows written before 2026-12-02 have none, so the
+convergence table cannot show them to be today's models). `--summary FILE...` prints the lever table (mean and per
+seed, and each criterion's verdict per seed) that docs/standin_regime.md shows; `--doubling FILE...` the doubling test
+per model with its CPU minutes (the recipe screen's table there).
 """
 import argparse, csv, json, os, sys, time
 from dataclasses import fields, replace
@@ -122,14 +124,40 @@ def pair_artifacts(pair: str, seed: int) -> tuple[dict, set]:
     return table, set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
 
 
+def measured_models(d) -> dict:
+    """{(pair, seed): {model: the artifact name it recorded at E}} of the convergence rows `d` (a self-test's model, or
+    a transformation's: 'new/FCT(old)' is FCT), from the `artifact` column that every row written since 2026-12-02
+    carries; rows written before it name no artifact, so they measure models of the code of their day."""
+    if 'artifact' not in d: return {}
+    out = {}
+    for (pair, seed), g in d[d.artifact.notna()].groupby(['pair', 'seed']):
+        for model, m in g.groupby('model'):
+            q, gal = model.split('/')
+            if q != gal and not gal.endswith('(old)'): continue   # a cross-test trains nothing of its own
+            name = gal[:-len('(old)')] if gal.endswith('(old)') else q
+            out.setdefault((pair, int(seed)), {})[name] = m[m.epochs == m.epochs.min()].artifact.iloc[0]
+    return out
+
+
+def todays_pairs(d) -> set:
+    """The (pair, seed)s of the convergence rows `d` whose models at E are today's code's: every model of the pair the
+    table measures is in the rows, under the artifact name `pair_artifacts` gives it now. Rows of an older recipe, or
+    of code that changed a model's spec since, measure models no notebook of today uses."""
+    out = set()
+    for (pair, seed), got in measured_models(d).items():
+        if pair in CONVERGENCE_NOTEBOOKS and pair_artifacts(pair, seed)[0] == got: out.add((pair, seed))
+    return out
+
+
 def measured_artifacts(paths) -> set:
     """The artifact names ('backbone/<key>', 'transformation/<key>') of the models at E of the convergence CSVs
-    `paths`, per pair on the seeds they have, and of the models their notebook trains that `unmeasured` names."""
+    `paths` that are today's models (`todays_pairs`), and of the models their notebook trains that `unmeasured`
+    names."""
     import pandas as pd
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     out = set()
-    for pair, seed in d.loc[d.pair.isin(list(CONVERGENCE_NOTEBOOKS)), ['pair', 'seed']].drop_duplicates().values:
-        table, named = pair_artifacts(pair, int(seed))
+    for pair, seed in todays_pairs(d):
+        table, named = pair_artifacts(pair, seed)
         out |= set(table.values()) | named
     return out
 
@@ -217,14 +245,17 @@ def schedules(m):
     return E, m[m.epochs == E].set_index('seed'), m[m.epochs == 2*E].set_index('seed')
 
 
-def doubling_table(paths, tolerance: float = 1.0) -> str:
+def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
     """The doubling test per candidate and model (mean over seeds): top-1 / mAP at the model's schedule E and at 2E,
     the largest move of either on any seed, and the CPU minutes of one thread that the model took at E (`cpu_seconds`;
     0 where the model came from the cache); a candidate's last row: whether every model is converged, and the CPU
     minutes of its models at E. A model is every row trained at E and 2E: a self-test, a compatible model against the
-    old model of E epochs ('BCT/old'), new queries against a transformed old gallery ('new/FCT(old)')."""
+    old model of E epochs ('BCT/old'), new queries against a transformed old gallery ('new/FCT(old)').
+    `today` (the convergence table): a pair's rows whose models are not today's (`todays_pairs`) say 'older code' in
+    the recipe column instead of the candidate's recipe."""
     import pandas as pd
     d = pd.concat([pd.read_csv(f) for f in paths], ignore_index=True)
+    current = todays_pairs(d) if today else set()
     out = ['| candidate | recipe | model | seeds | top-1 / mAP at E | at 2E | largest move | CPU min at E |',
            '|---|---|---|---|---|---|---|---|']
     for cand, g in d.groupby('candidate', sort=False):
@@ -239,7 +270,8 @@ def doubling_table(paths, tolerance: float = 1.0) -> str:
             c = a.cpu_seconds.mean()/60   # nan: every seed's model came from the cache
             moves.append(move); cpu += 0 if pd.isna(c) else c
             cross = (a.cpu_seconds == 0).all()   # a cross-test ('BCT/old') trains nothing; a cached model is blank
-            out.append(f"| {cand} | {recipe} (E={E}) | {model}{f' ({pair})' if pairs else ''} | "
+            older = today and not all((pair, int(s)) in current for s in a.index)
+            out.append(f"| {cand} | {'older code' if older else recipe} (E={E}) | {model}{f' ({pair})' if pairs else ''} | "
                        f"{','.join(map(str, sorted(a.index)))} | {a.top1.mean():.1f} / {a.mAP.mean():.1f} | "
                        f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | {'' if cross else 'cached' if pd.isna(c) else f'{c:.1f}'} |")
         ok = all(m <= tolerance for m in moves)
@@ -359,7 +391,7 @@ def main(argv=None):
                 m = retrieval_metrics(f['features'], f['features'], labels, labels, metrics=('top1', 'mAP'))
                 rows.append(dict(**meta, seed=seed, pair=pair, model=f'{name}/{name}', epochs=E, top1=round(m['top1'], 2),
                                  mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=round(sec, 1),
-                                 cpu_seconds=round(cpu, 1)))
+                                 cpu_seconds=round(cpu, 1), artifact=artifact_names({name: spec})[name]))
                 print(f"{cand} seed {seed} {pair:8s} {name:4s} {E:3d} epochs: top-1 {m['top1']:6.2f}  mAP {m['mAP']:6.2f}  "
                       f"({sec/60:.1f} min)", flush=True)
                 save()
@@ -371,7 +403,7 @@ def main(argv=None):
                     m = retrieval_metrics(feats[(q, E)], fo, labels, labels, metrics=('top1', 'mAP'))
                     rows.append(dict(**meta, seed=seed, pair=pair, model=f'{q}/old', epochs=E, top1=round(m['top1'], 2),
                                      mAP=round(m['mAP'], 2), chance=round(chance, 3), train_images=0, train_seconds=0,
-                                     cpu_seconds=0))
+                                     cpu_seconds=0, artifact=''))   # trains nothing of its own
             transformations = transformation_specs({'old': old, 'new': new}, seed, a.models)
             if transformations:
                 fo, fn = get_features(old, ev, 'eval'), get_features(new, ev, 'eval')
@@ -387,7 +419,7 @@ def main(argv=None):
                     rows.append(dict(**meta, seed=seed, pair=pair, model=f'new/{name}(old)', epochs=E,
                                      top1=round(m['top1'], 2), mAP=round(m['mAP'], 2), chance=round(chance, 3),
                                      train_images=0, train_seconds=round(art.get('train_seconds', 0.), 1),
-                                     cpu_seconds=round(cpu, 1)))
+                                     cpu_seconds=round(cpu, 1), artifact=artifact_names({name: spec})[name]))
                     print(f"{cand} seed {seed} {pair:8s} {name} {E:3d} epochs: new/h(old) top-1 {m['top1']:6.2f}  "
                           f"mAP {m['mAP']:6.2f}", flush=True)
                     save()

@@ -68,6 +68,9 @@ def test_standin_regime_screen_runs(tmp_path):
     d = screen_rows_ok(run_script('standin_regime', tmp_path, *args))
     assert d.recipe.str.contains('"nesterov": true').all() and d.recipe.str.contains('"label_smoothing": 0.2').all()
     convergence_rows_ok(d)
+    q, g = d.model.str.split('/').str[0], d.model.str.split('/').str[1]
+    assert d[q == g].artifact.str.startswith('backbone/').all()        # each row names the model it measured
+    assert d[g.str.endswith('(old)')].artifact.str.startswith('transformation/').all()
 
 
 def test_old_seen_unseen_splits_the_screens_models(tmp_path):
@@ -237,6 +240,33 @@ def test_convergence_table_measures_the_notebooks_models():
                     if k.split('/')[0] in ('backbone', 'transformation')}
             assert set(table.values()) <= used, f"{nb} seed {seed} used no {[k for k, v in table.items() if v not in used]}"
             assert used - set(table.values()) <= named, f"{nb} seed {seed}: models neither in the table nor named"
+
+
+def test_convergence_rows_of_older_code_are_not_counted():
+    """A convergence row measures today's model only if it names the artifact that today's code makes for it: the
+    imagenet pair's models of seed 0 under today's names count (coverage and the table's recipe column), the same rows
+    with one name changed, or with no names (rows written before the column was), do not. The committed table's pairs
+    are labelled 'older code' exactly where they are not today's."""
+    from standin_regime import (CONVERGENCE_MODELS, doubling_table, measured_artifacts, pair_artifacts,
+                                todays_pairs)
+    table, named = pair_artifacts('imagenet', 0)
+    rows = [dict(candidate='library', recipe='{}', knobs='{}', seed=0, pair='imagenet',
+                 model=f'new/{m}(old)' if m in ('FCT', 'FastFill') else f'{m}/{m}', epochs=E,
+                 top1=50., mAP=40., chance=0.8, train_images=0, train_seconds=1., cpu_seconds=1.,
+                 artifact=table[m] if E == 10 else 'backbone/0') for m in CONVERGENCE_MODELS['imagenet'] for E in (10, 20)]
+    d = pd.DataFrame(rows)
+    assert todays_pairs(d) == {('imagenet', 0)}
+    changed = d.copy(); changed.loc[(changed.model == 'BCT/BCT') & (changed.epochs == 10), 'artifact'] = 'backbone/0'
+    assert todays_pairs(changed) == set() and todays_pairs(d.drop(columns='artifact')) == set()
+    committed = pd.concat([pd.read_csv(p) for p in CONVERGENCE], ignore_index=True)
+    current = todays_pairs(committed)
+    lines = doubling_table([str(p) for p in CONVERGENCE], today=True).splitlines()[2:-1]
+    for pair, g in committed.groupby('pair'):
+        older = any((pair, int(s)) not in current for s in g.seed.unique())
+        mine = [l for l in lines if l.split(' | ')[2].endswith(f'({pair})')]
+        assert mine and all(('older code' in l) == older for l in mine), pair
+    assert measured_artifacts([str(p) for p in CONVERGENCE]) == set().union(
+        *(set(pair_artifacts(p, s)[0].values()) | pair_artifacts(p, s)[1] for p, s in current))
 
 
 @pytest.mark.parametrize('path', SCREENS, ids=[p.stem for p in SCREENS])
