@@ -36,6 +36,8 @@ def tables() -> dict:
             ('docs/standin_regime.md', 'simclr screen'): simclr_screen.summary(BENCH / 'simclr_screen.csv'),
             ('docs/standin_regime.md', 'vit screen'): vit_screen.summary(BENCH / 'vit_screen.csv'),
             ('docs/standin_regime.md', 'rm ladder'): rm_epochs_ladder.summary(BENCH / 'rm_epochs_ladder.csv'),
+            ('docs/standin_regime.md', 'rm ladder recipe'):
+                rm_epochs_ladder.summary(BENCH / 'rm_epochs_ladder_recipe.csv'),
             ('docs/standin_regime.md', 'family identities'): family_identities.summary(identities),
             ('docs/standin_regime.md', 'ract upgrade'): ract_upgrade_probe.summary(BENCH / 'ract_upgrade_probe.csv'),
             ('docs/suspects.md', 'l2 readings'): bct_l2_probe.summary(BENCH / 'bct_l2_probe.csv'),

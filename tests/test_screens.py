@@ -282,6 +282,15 @@ def test_committed_rm_ladder_is_consistent():
     ladder_rows_ok(d, RM_CONVERGENCE_TOL)
 
 
+def test_committed_rm_ladder_on_the_recipe_is_consistent():
+    "The ladder on the recipe's models (`51`'s of seeds 1 and 2): every rung whole, each 2n the next rung's n."
+    from compatrepro.rm import RM_CONVERGENCE_TOL
+
+    d = pd.read_csv(ROOT / 'benchmarks' / 'rm_epochs_ladder_recipe.csv')
+    assert {1, 2} <= set(d.seed) and {25, 50, 100} <= set(d.epochs)
+    ladder_rows_ok(d, RM_CONVERGENCE_TOL)
+
+
 
 def test_doubling_noise_by_hand():
     """The doubling test's noise: a run's scatter pooled over the two schedules, self-tests only, and the chance that a
