@@ -24,7 +24,7 @@ import sys
 
 import pandas as pd
 
-from standin_regime import schedules   # this folder is on the path
+from standin_regime import by_schedule   # this folder is on the path
 
 TOLERANCE = 1.0   # the rule's largest move, in points
 
@@ -48,24 +48,24 @@ def noise_rows(d: pd.DataFrame) -> pd.DataFrame:
     for (cand, pair, model), m in d.groupby(['candidate', 'pair', 'model'], sort=False):
         query, _, gallery = model.partition('/')
         if query != gallery: continue   # a cross-test or a transformation: its two runs share a model
-        E, a, b = schedules(m)
-        seeds = sorted(set(a.index) & set(b.index))
-        if len(seeds) < 3: continue
-        a, b = a.loc[seeds], b.loc[seeds]
-        row = dict(candidate=cand, pair=pair, model=model, E=int(E), seeds=len(seeds))
-        chance = mean_chance = 1.0
-        for k in ('top1', 'mAP'):
-            sigma = math.sqrt((a[k].var(ddof=1) + b[k].var(ddof=1)) / 2)   # pooled over the two schedules
-            move = b[k] - a[k]
-            row |= {f'sigma_{k}': sigma, f'mean_move_{k}': move.mean(),
-                    f'se_move_{k}': move.std(ddof=1) / math.sqrt(len(seeds)), f'largest_move_{k}': move.abs().max()}
-            chance = min(chance, _pass_chance(sigma, len(seeds)))
-            mean_chance = min(mean_chance, _mean_pass_chance(sigma, len(seeds)))
-        row['pass_chance_if_converged'] = chance
-        row['mean_pass_chance_if_converged'] = mean_chance
-        row['converged_mean'] = all(abs(row[f'mean_move_{k}']) <= TOLERANCE for k in ('top1', 'mAP'))
-        row['converged_every_seed'] = all(row[f'largest_move_{k}'] <= TOLERANCE for k in ('top1', 'mAP'))
-        rows.append(row)
+        for E, a, b in by_schedule(m):
+            seeds = sorted(set(a.index) & set(b.index))
+            if len(seeds) < 3: continue
+            a, b = a.loc[seeds], b.loc[seeds]
+            row = dict(candidate=cand, pair=pair, model=model, E=int(E), seeds=len(seeds))
+            chance = mean_chance = 1.0
+            for k in ('top1', 'mAP'):
+                sigma = math.sqrt((a[k].var(ddof=1) + b[k].var(ddof=1)) / 2)   # pooled over the two schedules
+                move = b[k] - a[k]
+                row |= {f'sigma_{k}': sigma, f'mean_move_{k}': move.mean(),
+                        f'se_move_{k}': move.std(ddof=1) / math.sqrt(len(seeds)), f'largest_move_{k}': move.abs().max()}
+                chance = min(chance, _pass_chance(sigma, len(seeds)))
+                mean_chance = min(mean_chance, _mean_pass_chance(sigma, len(seeds)))
+            row['pass_chance_if_converged'] = chance
+            row['mean_pass_chance_if_converged'] = mean_chance
+            row['converged_mean'] = all(abs(row[f'mean_move_{k}']) <= TOLERANCE for k in ('top1', 'mAP'))
+            row['converged_every_seed'] = all(row[f'largest_move_{k}'] <= TOLERANCE for k in ('top1', 'mAP'))
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

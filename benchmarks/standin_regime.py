@@ -239,10 +239,21 @@ def summary(paths, tolerance: float = 1.0) -> str:
     return '\n'.join(out)
 
 
+def by_schedule(m) -> list:
+    """[(E, the rows at E, the rows at 2E), ...] of one model's rows `m` of doubling runs, each indexed by seed, one per
+    schedule E, a seed's shortest: the convergence table holds seeds of an older recipe (E=48) beside the recipe's."""
+    first = m.groupby('seed').epochs.transform('min')
+    return [(E, g[g.epochs == E].set_index('seed'), g[g.epochs == 2*E].set_index('seed'))
+            for E, g in m.groupby(first, sort=True)]
+
+
 def schedules(m):
-    "(E, the rows at E, the rows at 2E) of one model's rows `m` of a doubling run, each indexed by seed."
-    E = m.epochs.min()
-    return E, m[m.epochs == E].set_index('seed'), m[m.epochs == 2*E].set_index('seed')
+    "(E, the rows at E, the rows at 2E) of one model's rows `m` of a doubling run on one schedule, indexed by seed."
+    (one, *more) = by_schedule(m)
+    if more:
+        raise ValueError(f"rows of {m.model.iloc[0]} mix the schedules {[E for E, *_ in by_schedule(m)]}: "
+                         "read them with by_schedule")
+    return one
 
 
 def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
@@ -258,25 +269,28 @@ def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
     current = todays_pairs(d) if today else set()
     out = ['| candidate | recipe | model | seeds | top-1 / mAP at E | at 2E | largest move | CPU min at E |',
            '|---|---|---|---|---|---|---|---|']
-    for cand, g in d.groupby('candidate', sort=False):
+    # today's rows and an older recipe's are two blocks, each with its own verdict
+    older = pd.Series([today and (p, int(s)) not in current for p, s in zip(d.pair, d.seed)], index=d.index)
+    for (cand, old), g in d.groupby([d.candidate, older], sort=False):
         levers = json.loads(g.recipe.iloc[0]) | json.loads(g.knobs.iloc[0])   # the stand-in's knobs too (n_train)
-        recipe = ', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs') or 'library'
+        recipe = 'older code' if old else (', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs')
+                                           or 'library')
         pairs = g.pair.nunique() > 1 or (g.pair != 'imagenet').any()   # name any pair but the screen's own
         moves, cpu = [], 0.
         for (pair, model), m in g.groupby(['pair', 'model'], sort=False):
-            E, a, b = schedules(m)
-            if b.empty: continue   # a cross-test at E only (new/old)
-            move = max(((b[k] - a[k]).abs().max() for k in ('top1', 'mAP')), default=float('nan'))
-            c = a.cpu_seconds.mean()/60   # nan: every seed's model came from the cache
-            moves.append(move); cpu += 0 if pd.isna(c) else c
-            cross = (a.cpu_seconds == 0).all()   # a cross-test ('BCT/old') trains nothing; a cached model is blank
-            older = today and not all((pair, int(s)) in current for s in a.index)
-            out.append(f"| {cand} | {'older code' if older else recipe} (E={E}) | {model}{f' ({pair})' if pairs else ''} | "
-                       f"{','.join(map(str, sorted(a.index)))} | {a.top1.mean():.1f} / {a.mAP.mean():.1f} | "
-                       f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | {'' if cross else 'cached' if pd.isna(c) else f'{c:.1f}'} |")
+            for E, a, b in by_schedule(m):
+                if b.empty: continue   # a cross-test at E only (new/old)
+                move = max(((b[k] - a[k]).abs().max() for k in ('top1', 'mAP')), default=float('nan'))
+                c = a.cpu_seconds.mean()/60   # nan: every seed's model came from the cache
+                moves.append(move); cpu += 0 if pd.isna(c) else c
+                cross = (a.cpu_seconds == 0).all()   # a cross-test ('BCT/old') trains nothing; a cached model is blank
+                out.append(f"| {cand} | {recipe} (E={E}) | {model}{f' ({pair})' if pairs else ''} | "
+                           f"{','.join(map(str, sorted(a.index)))} | {a.top1.mean():.1f} / {a.mAP.mean():.1f} | "
+                           f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | "
+                           f"{'' if cross else 'cached' if pd.isna(c) else f'{c:.1f}'} |")
         ok = all(m <= tolerance for m in moves)
-        out.append(f"| {cand} | | **all** | | | | **{'converged' if ok else 'not converged'}** (largest "
-                   f"{max(moves):.1f}) | **{cpu:.1f}** |")
+        out.append(f"| {cand} |{' older code' if old else ''} | **all** | | | | **{'converged' if ok else 'not converged'}** "
+                   f"(largest {max(moves):.1f}) | **{cpu:.1f}** |")
     return '\n'.join(out)
 
 
@@ -379,7 +393,8 @@ def main(argv=None):
             old, new = specs['old'], specs['new']
             specs = {k: v for k, v in specs.items() if k in a.models}
             runs = [(k, s, s.epochs) for k, s in specs.items()]
-            if a.double: runs += [(k, doubled(s), 2*s.epochs) for k, s in specs.items()]
+            # the doubled models first: a notebook run beside this one (same cache) is making those of E meanwhile
+            if a.double: runs = [(k, doubled(s), 2*s.epochs) for k, s in specs.items()] + runs
             feats = {}
             for name, spec, E in runs:
                 t0 = time.time()

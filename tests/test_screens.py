@@ -269,6 +269,35 @@ def test_convergence_rows_of_older_code_are_not_counted():
         *(set(pair_artifacts(p, s)[0].values()) | pair_artifacts(p, s)[1] for p, s in current))
 
 
+def test_today_and_older_schedules_are_apart(tmp_path):
+    """A pair re-measured on today's recipe for seed 0 (E=10, today's names) beside seeds 1 and 2 of an older recipe
+    (E=5, no names): each model has one row per schedule with that schedule's seeds, and the two are two blocks of
+    the convergence table, each with its own verdict (today's converged, the older not); `schedules` refuses the mix."""
+    from standin_regime import CONVERGENCE_MODELS, by_schedule, doubling_table, pair_artifacts, schedules
+    table, _ = pair_artifacts('imagenet', 0)
+    row = dict(candidate='library', recipe='{}', knobs='{}', pair='imagenet', chance=0.8, train_images=0,
+               train_seconds=1., cpu_seconds=1.)
+    rows = [row | dict(seed=s, model=f'new/{m}(old)' if m in ('FCT', 'FastFill') else f'{m}/{m}', epochs=E,
+                       top1=50. + (E == 2*E0) * (0.5 if s == 0 else 3.), mAP=40.,
+                       artifact=table[m] if (s, E) == (0, 10) else '')
+            for m in CONVERGENCE_MODELS['imagenet'] for s, E0 in ((0, 10), (1, 5), (2, 5)) for E in (E0, 2*E0)]
+    d = pd.DataFrame(rows)
+    groups = by_schedule(d[d.model == 'new/new'])
+    assert [(E, sorted(a.index), sorted(b.index)) for E, a, b in groups] == [(5, [1, 2], [1, 2]), (10, [0], [0])]
+    with pytest.raises(ValueError, match='mix the schedules'):
+        schedules(d[d.model == 'new/new'])
+    d.to_csv(tmp_path / 'mixed.csv', index=False)
+    lines = doubling_table([str(tmp_path / 'mixed.csv')], today=True).splitlines()[2:]
+    n = len(CONVERGENCE_MODELS['imagenet'])
+    today = [l for l in lines if '(E=10)' in l]
+    older = [l for l in lines if '(E=5)' in l]
+    assert len(today) == len(older) == n and not any('older code' in l for l in today)
+    assert all('older code' in l for l in older)
+    verdicts = [l for l in lines if '**all**' in l]
+    assert len(verdicts) == 2 and sum('older code' in l and 'not converged' in l for l in verdicts) == 1
+    assert sum('older code' not in l and '**converged**' in l for l in verdicts) == 1
+
+
 @pytest.mark.parametrize('path', SCREENS, ids=[p.stem for p in SCREENS])
 def test_committed_screens_are_whole(path):
     screen_rows_ok(path)
