@@ -15,8 +15,68 @@ from .provenance import package_versions
 from .report import paper_of_notebook
 
 # %% auto #0
-__all__ = ['PENDING_COLUMNS', 'RERUN_FACTORS_LEAST', 'pending_path', 'read_pending', 'write_pending', 'pending_runs',
+__all__ = ['MACHINE_WORKLOAD', 'MACHINE_SCATTER', 'PENDING_COLUMNS', 'RERUN_FACTORS_LEAST', 'machine_seconds', 'this_machine',
+           'recorded_machine', 'machine_factor', 'pending_path', 'read_pending', 'write_pending', 'pending_runs',
            'pending_notebooks', 'own_seconds', 'cost_parts', 'rerun_factors', 'paper_factors', 'plan_runs', 'plan_wall']
+
+# %% ../nbs/12d_ledger.ipynb #a1c0e5d2
+# the yardstick's work: fixed, since recorded runs are compared by it (change it and their yardsticks mean nothing)
+MACHINE_WORKLOAD = dict(widths=(16, 32, 64, 128), batch=32, classes=100, steps=1, repeats=10)
+# one machine's yardstick scattered from 0.116 to 0.239 s over twelve processes (2026-12-02, a shared 2-core host): a
+# plan scales only by a factor outside this band, and reads the rest as the same speed
+MACHINE_SCATTER = 1.5
+
+def machine_seconds() -> float:
+    """Seconds this machine takes on one thread for `MACHINE_WORKLOAD`'s `steps` SGD steps (forward, backward, update)
+    of a net shaped as the stand-in's width-16 ResNet-10 (two 3x3 convolutions with BatchNorm per stage, no shortcuts;
+    torch alone, so that a plan does not wait for torchvision) on a fixed synthetic batch of 32-pixel images, the
+    fastest of its `repeats` (about 1.5 s in all); the process's threads and random state are left as they were."""
+    import time, torch
+    from torch import nn
+    w = MACHINE_WORKLOAD
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            layers, c = [], 3
+            for i, o in enumerate(w['widths']):
+                for s in ((1 if i == 0 else 2), 1):
+                    layers += [nn.Conv2d(c, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]; c = o
+            net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, w['classes']))
+            opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+            x, y = torch.randn(w['batch'], 3, 32, 32), torch.randint(0, w['classes'], (w['batch'],))
+            def step():
+                opt.zero_grad(set_to_none=True)
+                nn.functional.cross_entropy(net(x), y).backward()
+                opt.step()
+            step()   # the first call's allocations are no part of the yardstick
+            best = float('inf')
+            for _ in range(w['repeats']):
+                t0 = time.perf_counter()
+                for _ in range(w['steps']): step()
+                best = min(best, time.perf_counter() - t0)
+        return best
+    finally:
+        torch.set_num_threads(threads)
+
+def this_machine() -> str:
+    "This machine's CPU model and the vector instructions torch uses on it, as `recorded_machine` names a run's."
+    import torch
+    from compatrepro.book import cpu_model
+    return f'{cpu_model()} ({torch.backends.cpu.get_cpu_capability()})'
+
+def recorded_machine(prov: dict) -> str:
+    "The machine the run `prov` (its provenance) was recorded on: its CPU model and vector instructions."
+    return f"{prov.get('cpu', 'unknown CPU')} ({prov.get('cpu_capability', 'unknown')})"
+
+def machine_factor(provs: list[dict], here: float|None) -> float|None:
+    """How many times as long a run takes on this machine as on the one that recorded the runs `provs`: the yardstick
+    `here` (`machine_seconds`, measured now) over the mean of those they recorded (`runner['machine_seconds']`); None
+    without `here` or where a run recorded none (runs before 2026-12-02)."""
+    rec = [(p.get('runner') or {}).get('machine_seconds') for p in provs]
+    if here is None or not rec or any(r is None for r in rec): return None
+    return here/float(np.mean(rec))
 
 # %% ../nbs/12d_ledger.ipynb #2d59c1fa
 PENDING_COLUMNS = ['notebook', 'seeds', 'reason', 'commit']
@@ -132,7 +192,7 @@ def _making_seconds(prov: dict, seed: int, charged: set, cache: Path|None, scale
     return making
 
 def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None,
-              empty_cache: bool = False) -> pd.DataFrame:
+              empty_cache: bool = False, machine: float|None = None) -> pd.DataFrame:
     """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`, preferring runs made on
     today's code (those the re-run ledger does not list): that seed's run, else the mean over the notebook's other
     seeds (else, where every run is listed, the same on the older runs), of the notebook's own time plus the making of
@@ -147,12 +207,14 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     new recipe changes what each backbone costs, not what a transformation does. One row per run: `minutes`, of which
     `making`, `lower_bound`, its `basis`, and `older_cache`: the estimate takes the models of a run made on older code
     that the cache holds as made, where today's code may ask for others (a changed recipe's: new keys). The estimate
-    is for the machine and threads the recorded runs had;
-    `plan_wall` turns it into wall time."""
+    is for the threads the recorded runs had, and for their machine unless `machine` (this machine's `machine_seconds`)
+    scales it by `machine_factor`; `other_machine` names the machine of runs that recorded no yardstick where it is
+    not this one (their estimate is that machine's time). `plan_wall` turns it into wall time."""
     res_dir = Path(res_dir)
     cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
     reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
     factors, by_paper = rerun_factors(res_dir), {}
+    here_cpu = this_machine() if machine is not None else None
     def factors_of(stem):
         paper = paper_of_notebook(f'{stem}.ipynb')
         if paper not in by_paper:
@@ -164,7 +226,7 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
         last = today or every
         if not last:
             rows.append(dict(notebook=stem, seed=seed, minutes=np.nan, making=np.nan, lower_bound=False,
-                             basis='never ran: unknown', older_cache=False)); continue
+                             basis='never ran: unknown', older_cache=False, other_machine='')); continue
         p = last.get(seed)
         ps = [p] if p else [last[s] for s in sorted(last)]
         bumped = any(reg.get(k, v) != v for k, v in ps[0].get('versions', {}).items())
@@ -185,10 +247,16 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
             basis += (f"; scaled as the {fs[1]} {fs[2] + ' ' if fs[2] else ''}run(s) re-run so far cost over "
                       'those they replaced ('
                       + ', '.join(f'{k} x{v:.1f}' for k, v in sorted(scale.items())) + ')')
+        speed, other = machine_factor(ps, machine), ''
+        if speed is not None and not 1/MACHINE_SCATTER <= speed <= MACHINE_SCATTER:
+            own, making = own*speed, making*speed
+            basis += f'; x{speed:.2f} for this machine (its yardstick over the recorded runs\')'
+        elif machine is not None and (other := recorded_machine(ps[0])) == here_cpu:
+            other = ''
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
-                         basis=basis, older_cache=reuse is not None and not today))
+                         basis=basis, older_cache=reuse is not None and not today, other_machine=other))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis',
-                                       'older_cache'])
+                                       'older_cache', 'other_machine'])
 
 def plan_wall(minutes, n_jobs: int) -> float:
     "Wall minutes of runs of `minutes` at `n_jobs` at a time, each started in that order on the first free slot."

@@ -23,6 +23,7 @@ from .claims import (DIFFERING_VERDICTS_COLUMNS, claim_margins, claim_refs, clai
 from .run_status import _clock
 from .ledger import _PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text, cost_parts
 from .ledger import own_seconds, pending_path, pending_runs, plan_runs, plan_wall, read_pending, write_pending
+from .ledger import machine_seconds, this_machine
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'STOP_GRACE', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS',
@@ -774,13 +775,16 @@ def run_hours_text(results: str|Path = 'results', scale: str = 'tiny') -> str:
             + total + caveats)
 
 # %% ../nbs/14_runs.ipynb #5e740c98
-def _mark_finished(res_dir: Path, job: NotebookJob, seed: int, replaced: dict|None = None):
-    """Write into the run's provenance whether it finished, its duration and threads, and `replaced`: what the run it
+def _mark_finished(res_dir: Path, job: NotebookJob, seed: int, replaced: dict|None = None,
+                   machine: float|None = None):
+    """Write into the run's provenance whether it finished, its duration and threads, the yardstick of the machine it
+    ran on (`machine`: `machine_seconds`, which a plan on another machine scales by), and `replaced`: what the run it
     replaced from the ledger cost from an empty cache, by part (`cost_parts`; `rerun_factors` compares the two)."""
     p = res_dir/'runs'/f'{job.nb.stem}.seed{seed}.json'
     if not p.exists(): return
     prov = json.loads(p.read_text())
-    prov.update(finished=bool(job.ok), duration=round(job.seconds, 1), runner=dict(threads=job.threads))
+    runner = dict(threads=job.threads) | ({} if machine is None else dict(machine_seconds=round(machine, 4)))
+    prov.update(finished=bool(job.ok), duration=round(job.seconds, 1), runner=runner)
     if replaced is not None:
         prov['replaced_cost'] = {k: round(v, 1) for k, v in replaced.items()}
     atomic_write_text(p, json.dumps(prov, indent=1) + '\n')
@@ -872,13 +876,16 @@ def _plan_totals(p: pd.DataFrame, n_jobs: int) -> str:
             f"{low or 'about '}{plan_wall(p.minutes, n_jobs)/60:.1f} of wall time at {n_jobs} at a time")
 
 def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_dir: str|Path|None = None,
-               again: bool = False, seeds=None, main_job: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+               again: bool = False, seeds=None, main_job: bool = False,
+               machine: float|None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Print what the (notebook, seed) `runs` should take, from the runs recorded under `known` (`plan_runs`), twice:
     with the models the cache here holds, and from an empty cache. `again`: the runs (`seeds` of the notebooks) are
     current under `res_dir`, and this is what running them again (--force) would cost; `main_job`: they are the
-    main job, `compatrepro reproduce`'s default (seed 0 of every experiment notebook). Returns both plans."""
+    main job, `compatrepro reproduce`'s default (seed 0 of every experiment notebook); `machine`: this machine's
+    `machine_seconds`, to carry the recorded times here (`machine_factor`). Returns both plans."""
     known = Path(known); res_dir = Path(res_dir) if res_dir else known
-    here, empty = plan_runs(known, runs), plan_runs(known, runs, empty_cache=True)
+    here = plan_runs(known, runs, machine=machine)
+    empty = plan_runs(known, runs, empty_cache=True, machine=machine)
     if not len(here):
         print('Nothing to run.')
         return here, empty
@@ -892,7 +899,10 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
         with pd.option_context('display.width', 250, 'display.max_colwidth', 110, 'display.max_rows', 500):
             print(table[['notebook', 'seed', 'cache_here', 'empty_cache', 'basis']].round(1).to_string(index=False))
         head = f'\n{len(here)} run(s), in hours (the table: minutes)'
-    print(head + ', on a machine like the one that recorded them'
+    n_other = int((here.other_machine != '').sum())
+    print(head + (', on a machine like the one that recorded them' if machine is None else
+                  f', on this machine ({this_machine()})'
+                  + (f', except {n_other} on the machine that recorded them (below)' if n_other else ''))
           + (f' (estimated from the runs recorded under {known})' if known != res_dir else '') + ':'
           + f'\n  from an empty cache: {_plan_totals(empty, n_jobs)}'
           + f'\n  with the cache here: {_plan_totals(here, n_jobs)} ({default_cache_dir()})')
@@ -901,6 +911,10 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
         print(f"No estimate for {', '.join(unknown)}: never ran.")
     if low:
         print(f'{low} run(s) recorded before runs listed their models count only their own time.')
+    if others := sorted(set(here.other_machine) - {''}):
+        print(f"{n_other} run(s) are estimated from runs recorded on {' and '.join(others)}, before runs recorded their "
+              f"machine's speed: their time is that machine's, and this one ({this_machine()}) can take several times "
+              'as long or as little (docs: benchmarks). Runs made from now on record it, and a plan scales by it.')
     if n := int(here.older_cache.sum()):
         print(f'{n} run(s) are estimated from runs made on older code, taking the models of those runs that the cache '
               'holds as made: where today\'s code asks for other models (a changed recipe), expect up to the empty '
@@ -971,25 +985,27 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else the
     # repository's committed ones, estimate it
     known = _plan_source(res_dir, base, nbs_dir.parent/'results'/scale)
+    # this machine's yardstick, before any job loads it (a smoke run takes seconds: none)
+    machine = None if scale == 'smoke' else machine_seconds()
     if plan:
         runs = [(j.nb.stem, j.params['seed']) for j in todo]
         if not runs and not pending:    # all current: what the same runs would cost again (--force)
             runs = sorted(((nb.stem, s) for nb in notebooks for s in seeds),
                           key=lambda r: -_expected_seconds(known, *r))     # the longest first, as they would start
         print_plan(known, runs, n_jobs, res_dir, again=not todo and not pending, seeds=seeds,
-                   main_job=only is None and list(seeds) == [0])
+                   main_job=only is None and list(seeds) == [0], machine=machine)
         return {}
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, '
                 f'{min(n_jobs, max(1, len(todo)))} at a time; results in {res_dir}')
     # each kernel counts its notebook's time left down from its plan (`12e_run_status`)
-    for j, m in zip(todo, plan_runs(known, [(j.nb.stem, j.params['seed']) for j in todo]).minutes):
+    for j, m in zip(todo, plan_runs(known, [(j.nb.stem, j.params['seed']) for j in todo], machine=machine).minutes):
         if m == m:
             j.env['COMPATREPRO_PLANNED_SECONDS'] = f'{m*60:.0f}'
     if pending_path(res_dir).exists():      # a committed results folder: what stops before its end stays listed
         list_started_runs(res_dir, nbs_dir, [(j.nb.stem, j.params['seed']) for j in todo])
     def done(job):
         seed = job.params['seed']
-        _mark_finished(res_dir, job, seed, replaced.get((job.nb.stem, seed)))
+        _mark_finished(res_dir, job, seed, replaced.get((job.nb.stem, seed)), machine)
         status[(job.nb.stem, seed)] = None if job.ok else job.error
         if job.out.exists():
             shutil.copyfile(job.out, res_dir/'notebooks'/f'{job.nb.stem}.ipynb')
