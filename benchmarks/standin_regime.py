@@ -124,41 +124,58 @@ def pair_artifacts(pair: str, seed: int) -> tuple[dict, set]:
     return table, set(artifact_names({k: v[0] for k, v in unmeasured(pair, seed).items()}).values())
 
 
+def measured_name(model: str) -> str:
+    """The model a convergence row measures: a self-test's or cross-test's query ('BCT/BCT', 'BCT/old': BCT), a
+    transformation's name ('new/FCT(old)': FCT)."""
+    q, gal = model.split('/')
+    return gal[:-len('(old)')] if gal.endswith('(old)') else q
+
+
 def measured_models(d) -> dict:
     """{(pair, seed): {model: the artifact name it recorded at E}} of the convergence rows `d` (a self-test's model, or
-    a transformation's: 'new/FCT(old)' is FCT), from the `artifact` column that every row written since 2026-12-02
-    carries; rows written before it name no artifact, so they measure models of the code of their day."""
+    a transformation's), from the `artifact` column that every row written since 2026-12-02 carries; rows written
+    before it name no artifact, so they measure models of the code of their day."""
     if 'artifact' not in d: return {}
     out = {}
     for (pair, seed), g in d[d.artifact.notna()].groupby(['pair', 'seed']):
         for model, m in g.groupby('model'):
             q, gal = model.split('/')
             if q != gal and not gal.endswith('(old)'): continue   # a cross-test trains nothing of its own
-            name = gal[:-len('(old)')] if gal.endswith('(old)') else q
-            out.setdefault((pair, int(seed)), {})[name] = m[m.epochs == m.epochs.min()].artifact.iloc[0]
+            out.setdefault((pair, int(seed)), {})[measured_name(model)] = m[m.epochs == m.epochs.min()].artifact.iloc[0]
+    return out
+
+
+def todays_models(d) -> set:
+    """The (pair, seed, model)s of the convergence rows `d` that measure today's model at E: the artifact name its rows
+    recorded is the one `pair_artifacts` gives it now. Rows of an older recipe, or of code that changed a model's spec
+    since, measure models no notebook of today uses. A session can so land part of a pair's models."""
+    out = set()
+    for (pair, seed), got in measured_models(d).items():
+        if pair not in CONVERGENCE_NOTEBOOKS: continue
+        table = pair_artifacts(pair, seed)[0]
+        out |= {(pair, seed, m) for m, a in got.items() if table.get(m) == a}
     return out
 
 
 def todays_pairs(d) -> set:
-    """The (pair, seed)s of the convergence rows `d` whose models at E are today's code's: every model of the pair the
-    table measures is in the rows, under the artifact name `pair_artifacts` gives it now. Rows of an older recipe, or
-    of code that changed a model's spec since, measure models no notebook of today uses."""
-    out = set()
-    for (pair, seed), got in measured_models(d).items():
-        if pair in CONVERGENCE_NOTEBOOKS and pair_artifacts(pair, seed)[0] == got: out.add((pair, seed))
-    return out
+    "The (pair, seed)s of the convergence rows `d` that measure every model of the pair as today's (`todays_models`)."
+    models = todays_models(d)
+    return {(p, s) for p, s, _ in models if all((p, s, m) in models for m in CONVERGENCE_MODELS[p])}
 
 
 def measured_artifacts(paths) -> set:
     """The artifact names ('backbone/<key>', 'transformation/<key>') of the models at E of the convergence CSVs
-    `paths` that are today's models (`todays_pairs`), and of the models their notebook trains that `unmeasured`
-    names."""
+    `paths` that are today's models (`todays_models`), and, where a pair's every model is (`todays_pairs`), of the
+    models its notebook trains that `unmeasured` names."""
     import pandas as pd
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    out = set()
+    names = {}
+    def of(pair, seed):
+        if (pair, seed) not in names: names[pair, seed] = pair_artifacts(pair, seed)
+        return names[pair, seed]
+    out = {of(pair, seed)[0][m] for pair, seed, m in todays_models(d)}
     for pair, seed in todays_pairs(d):
-        table, named = pair_artifacts(pair, seed)
-        out |= set(table.values()) | named
+        out |= of(pair, seed)[1]
     return out
 
 
@@ -262,15 +279,17 @@ def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
     0 where the model came from the cache); a candidate's last row: whether every model is converged, and the CPU
     minutes of its models at E. A model is every row trained at E and 2E: a self-test, a compatible model against the
     old model of E epochs ('BCT/old'), new queries against a transformed old gallery ('new/FCT(old)').
-    `today` (the convergence table): a pair's rows whose models are not today's (`todays_pairs`) say 'older code' in
+    `today` (the convergence table): the rows of models that are not today's (`todays_models`) say 'older code' in
     the recipe column instead of the candidate's recipe."""
     import pandas as pd
-    d = pd.concat([pd.read_csv(f) for f in paths], ignore_index=True)
-    current = todays_pairs(d) if today else set()
+    # a file written before rows named their artifacts is older code, whatever the pair, seed and model of its rows
+    d = pd.concat([pd.read_csv(f).assign(named=lambda x: 'artifact' in x) for f in paths], ignore_index=True)
+    current = todays_models(d) if today else set()
     out = ['| candidate | recipe | model | seeds | top-1 / mAP at E | at 2E | largest move | CPU min at E |',
            '|---|---|---|---|---|---|---|---|']
     # today's rows and an older recipe's are two blocks, each with its own verdict
-    older = pd.Series([today and (p, int(s)) not in current for p, s in zip(d.pair, d.seed)], index=d.index)
+    older = pd.Series([today and not (n and (p, int(s), measured_name(m)) in current)
+                       for p, s, m, n in zip(d.pair, d.seed, d.model, d.named)], index=d.index)
     for (cand, old), g in d.groupby([d.candidate, older], sort=False):
         levers = json.loads(g.recipe.iloc[0]) | json.loads(g.knobs.iloc[0])   # the stand-in's knobs too (n_train)
         recipe = 'older code' if old else (', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs')

@@ -244,29 +244,37 @@ def test_convergence_table_measures_the_notebooks_models():
 
 def test_convergence_rows_of_older_code_are_not_counted():
     """A convergence row measures today's model only if it names the artifact that today's code makes for it: the
-    imagenet pair's models of seed 0 under today's names count (coverage and the table's recipe column), the same rows
-    with one name changed, or with no names (rows written before the column was), do not. The committed table's pairs
-    are labelled 'older code' exactly where they are not today's."""
-    from standin_regime import (CONVERGENCE_MODELS, doubling_table, measured_artifacts, pair_artifacts,
-                                todays_pairs)
+    imagenet pair's models of seed 0 under today's names count (coverage and the table's recipe column), a model whose
+    name changed does not (the pair's others still do), nor do rows with no names (written before the column was). The
+    committed table's rows are labelled 'older code' exactly where their models are not today's."""
+    from standin_regime import (CONVERGENCE_MODELS, doubling_table, measured_artifacts, measured_name, pair_artifacts,
+                                todays_models, todays_pairs)
     table, named = pair_artifacts('imagenet', 0)
     rows = [dict(candidate='library', recipe='{}', knobs='{}', seed=0, pair='imagenet',
                  model=f'new/{m}(old)' if m in ('FCT', 'FastFill') else f'{m}/{m}', epochs=E,
                  top1=50., mAP=40., chance=0.8, train_images=0, train_seconds=1., cpu_seconds=1.,
                  artifact=table[m] if E == 10 else 'backbone/0') for m in CONVERGENCE_MODELS['imagenet'] for E in (10, 20)]
     d = pd.DataFrame(rows)
-    assert todays_pairs(d) == {('imagenet', 0)}
+    every = {('imagenet', 0, m) for m in CONVERGENCE_MODELS['imagenet']}
+    assert todays_pairs(d) == {('imagenet', 0)} and todays_models(d) == every
     changed = d.copy(); changed.loc[(changed.model == 'BCT/BCT') & (changed.epochs == 10), 'artifact'] = 'backbone/0'
     assert todays_pairs(changed) == set() and todays_pairs(d.drop(columns='artifact')) == set()
-    committed = pd.concat([pd.read_csv(p) for p in CONVERGENCE], ignore_index=True)
-    current = todays_pairs(committed)
-    lines = doubling_table([str(p) for p in CONVERGENCE], today=True).splitlines()[2:-1]
-    for pair, g in committed.groupby('pair'):
-        older = any((pair, int(s)) not in current for s in g.seed.unique())
-        mine = [l for l in lines if l.split(' | ')[2].endswith(f'({pair})')]
-        assert mine and all(('older code' in l) == older for l in mine), pair
-    assert measured_artifacts([str(p) for p in CONVERGENCE]) == set().union(
-        *(set(pair_artifacts(p, s)[0].values()) | pair_artifacts(p, s)[1] for p, s in current))
+    assert todays_models(changed) == every - {('imagenet', 0, 'BCT')}   # the others count: a pair lands in parts
+    assert measured_name('BCT/old') == 'BCT' and measured_name('new/FastFill(old)') == 'FastFill'
+    committed = pd.concat([pd.read_csv(p).assign(named=lambda x: 'artifact' in x) for p in CONVERGENCE],
+                          ignore_index=True)
+    current = todays_models(committed[committed.named])
+    lines = [l.split(' | ') for l in doubling_table([str(p) for p in CONVERGENCE], today=True).splitlines()[2:]]
+    for pair in committed.pair.unique():
+        mine = [l for l in lines if l[2].endswith(f'({pair})')]
+        assert mine, pair
+        for l in mine:
+            model, seeds = l[2][:-len(f' ({pair})')], [int(x) for x in l[3].split(',')]
+            today = all((pair, s, measured_name(model)) in current for s in seeds)
+            assert ('older code' in l[1]) == (not today), l
+    assert measured_artifacts([str(p) for p in CONVERGENCE]) == (
+        {pair_artifacts(p, s)[0][m] for p, s, m in current}
+        | set().union(*(pair_artifacts(p, s)[1] for p, s in todays_pairs(committed[committed.named]))))
 
 
 def test_today_and_older_schedules_are_apart(tmp_path):
