@@ -132,8 +132,8 @@ def measured_name(model: str) -> str:
 
 
 def measured_models(d) -> dict:
-    """{(pair, seed): {model: the artifact name it recorded at E}} of the convergence rows `d` (a self-test's model, or
-    a transformation's), from the `artifact` column that every row written since 2026-12-02 carries; rows written
+    """{(pair, seed): {model: the artifact name it recorded at E}} of the models the convergence rows `d` doubled (a
+    self-test's model, or a transformation's), from the `artifact` column that every row written since 2026-12-02 carries; rows written
     before it name no artifact, so they measure models of the code of their day."""
     if 'artifact' not in d: return {}
     out = {}
@@ -141,6 +141,7 @@ def measured_models(d) -> dict:
         for model, m in g.groupby('model'):
             q, gal = model.split('/')
             if q != gal and not gal.endswith('(old)'): continue   # a cross-test trains nothing of its own
+            if not (m.epochs == 2*m.epochs.min()).any(): continue   # not doubled (yet): not measured
             out.setdefault((pair, int(seed)), {})[measured_name(model)] = m[m.epochs == m.epochs.min()].artifact.iloc[0]
     return out
 

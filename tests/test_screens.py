@@ -260,6 +260,7 @@ def test_convergence_rows_of_older_code_are_not_counted():
     changed = d.copy(); changed.loc[(changed.model == 'BCT/BCT') & (changed.epochs == 10), 'artifact'] = 'backbone/0'
     assert todays_pairs(changed) == set() and todays_pairs(d.drop(columns='artifact')) == set()
     assert todays_models(changed) == every - {('imagenet', 0, 'BCT')}   # the others count: a pair lands in parts
+    assert todays_models(d[(d.model != 'RACT/RACT') | (d.epochs == 10)]) == every - {('imagenet', 0, 'RACT')}  # not doubled
     assert measured_name('BCT/old') == 'BCT' and measured_name('new/FastFill(old)') == 'FastFill'
     committed = pd.concat([pd.read_csv(p).assign(named=lambda x: 'artifact' in x) for p in CONVERGENCE],
                           ignore_index=True)
@@ -287,7 +288,7 @@ def test_today_and_older_schedules_are_apart(tmp_path):
                train_seconds=1., cpu_seconds=1.)
     rows = [row | dict(seed=s, model=f'new/{m}(old)' if m in ('FCT', 'FastFill') else f'{m}/{m}', epochs=E,
                        top1=50. + (E == 2*E0) * (0.5 if s == 0 else 3.), mAP=40.,
-                       artifact=table[m] if (s, E) == (0, 10) else '')
+                       artifact=table[m] if (s, E) == (0, 10) else 'backbone/2E' if s == 0 else '')
             for m in CONVERGENCE_MODELS['imagenet'] for s, E0 in ((0, 10), (1, 5), (2, 5)) for E in (E0, 2*E0)]
     d = pd.DataFrame(rows)
     groups = by_schedule(d[d.model == 'new/new'])
