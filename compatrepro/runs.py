@@ -985,8 +985,10 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else the
     # repository's committed ones, estimate it
     known = _plan_source(res_dir, base, nbs_dir.parent/'results'/scale)
-    # this machine's yardstick, before any job loads it (a smoke run takes seconds: none)
-    machine = None if scale == 'smoke' else machine_seconds()
+    # this machine's yardstick, before any job loads it: of CPU runs at tiny scale (a smoke run takes seconds; a GPU
+    # run's time is not the CPU's)
+    from compatrepro.runtime import get_device
+    machine = machine_seconds() if scale == 'tiny' and get_device(device).type == 'cpu' else None
     if plan:
         runs = [(j.nb.stem, j.params['seed']) for j in todo]
         if not runs and not pending:    # all current: what the same runs would cost again (--force)

@@ -124,3 +124,17 @@ def test_a_plan_carries_recorded_times_to_this_machine(tmp_path):
     out = io.StringIO()
     with contextlib.redirect_stdout(out): print_plan(tmp_path, runs, 1, machine=3.)
     assert 'recorded on Other CPU (AVX512)' in out.getvalue() and ', on this machine (' in out.getvalue()
+
+
+def test_a_finished_run_records_its_machine_yardstick(tmp_path):
+    "The runner writes the yardstick it measured into the run's provenance, beside its threads; without one, none."
+    from types import SimpleNamespace
+    from compatrepro.runs import _mark_finished
+    (tmp_path/'runs').mkdir()
+    for machine in (0.25, None):
+        (tmp_path/'runs'/'20_a.seed0.json').write_text(json.dumps(dict(seed=0)))
+        job = SimpleNamespace(nb=Path('20_a.ipynb'), ok=True, seconds=12.34, threads=1)
+        _mark_finished(tmp_path, job, 0, machine=machine)
+        prov = json.loads((tmp_path/'runs'/'20_a.seed0.json').read_text())
+        assert prov['finished'] and prov['duration'] == 12.3
+        assert prov['runner'] == (dict(threads=1, machine_seconds=0.25) if machine else dict(threads=1))
