@@ -30,7 +30,7 @@ def machine_seconds() -> float:
     """Seconds this machine takes on one thread for `MACHINE_WORKLOAD`'s `steps` SGD steps (forward, backward, update)
     of a net shaped as the stand-in's width-16 ResNet-10 (two 3x3 convolutions with BatchNorm per stage, no shortcuts;
     torch alone, so that a plan does not wait for torchvision) on a fixed synthetic batch of 32-pixel images, the
-    fastest of its `repeats` (about 1.5 s in all); the process's threads and random state are left as they were."""
+    fastest of its `repeats` (a few seconds in all); the process's threads and random state are left as they were."""
     import time, torch
     from torch import nn
     w = MACHINE_WORKLOAD
@@ -247,12 +247,13 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
             basis += (f"; scaled as the {fs[1]} {fs[2] + ' ' if fs[2] else ''}run(s) re-run so far cost over "
                       'those they replaced ('
                       + ', '.join(f'{k} x{v:.1f}' for k, v in sorted(scale.items())) + ')')
-        speed, other = machine_factor(ps, machine), ''
+        speed = machine_factor(ps, machine)
         if speed is not None and not 1/MACHINE_SCATTER <= speed <= MACHINE_SCATTER:
             own, making = own*speed, making*speed
             basis += f'; x{speed:.2f} for this machine (its yardstick over the recorded runs\')'
-        elif machine is not None and (other := recorded_machine(ps[0])) == here_cpu:
-            other = ''
+        # runs with no yardstick: named where their machine is not this one
+        other = recorded_machine(ps[0]) if machine is not None and speed is None else ''
+        other = '' if other == here_cpu else other
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
                          basis=basis, older_cache=reuse is not None and not today, other_machine=other))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis',
