@@ -295,7 +295,7 @@ def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
         levers = json.loads(g.recipe.iloc[0]) | json.loads(g.knobs.iloc[0])   # the stand-in's knobs too (n_train)
         recipe = 'older code' if old else (', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs')
                                            or 'library')
-        pairs = g.pair.nunique() > 1 or (g.pair != 'imagenet').any()   # name any pair but the screen's own
+        pairs = today or g.pair.nunique() > 1 or (g.pair != 'imagenet').any()   # any pair but the screen's own
         moves, cpu = [], 0.
         for (pair, model), m in g.groupby(['pair', 'model'], sort=False):
             for E, a, b in by_schedule(m):
