@@ -15,9 +15,10 @@ from .provenance import package_versions
 from .report import paper_of_notebook
 
 # %% auto #0
-__all__ = ['MACHINE_WORKLOAD', 'MACHINE_SCATTER', 'PENDING_COLUMNS', 'RERUN_FACTORS_LEAST', 'machine_seconds', 'this_machine',
-           'recorded_machine', 'machine_factor', 'pending_path', 'read_pending', 'write_pending', 'pending_runs',
-           'pending_notebooks', 'own_seconds', 'cost_parts', 'rerun_factors', 'paper_factors', 'plan_runs', 'plan_wall']
+__all__ = ['MACHINE_WORKLOAD', 'MACHINE_SCATTER', 'PENDING_COLUMNS', 'RERUN_FACTORS_LEAST', 'machine_seconds',
+           'machine_seconds_here', 'this_machine', 'recorded_machine', 'machine_factor', 'pending_path', 'read_pending',
+           'write_pending', 'pending_runs', 'pending_notebooks', 'own_seconds', 'cost_parts', 'rerun_factors',
+           'paper_factors', 'plan_runs', 'plan_wall']
 
 # %% ../nbs/12d_ledger.ipynb #a1c0e5d2
 # the yardstick's work: fixed, since recorded runs are compared by it (change it and their yardsticks mean nothing)
@@ -60,11 +61,34 @@ def machine_seconds() -> float:
     finally:
         torch.set_num_threads(threads)
 
+def machine_seconds_here(device: str = 'auto') -> float|None:
+    """`machine_seconds` measured in a fresh process, so that the runner and the plan need not import torch; None where
+    `device` is a GPU (a GPU run's time is not the CPU's) or the measurement fails."""
+    import subprocess, sys
+    code = ('from compatrepro.runtime import get_device; from compatrepro.ledger import machine_seconds; '
+            f'print(machine_seconds() if get_device({device!r}).type == "cpu" else "")')
+    try:
+        out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
+                             check=True).stdout.split()
+        return float(out[-1]) if out else None
+    except (subprocess.SubprocessError, OSError, ValueError):
+        return None
+
 def this_machine() -> str:
-    "This machine's CPU model and the vector instructions torch uses on it, as `recorded_machine` names a run's."
-    import torch
-    from compatrepro.book import cpu_model
-    return f'{cpu_model()} ({torch.backends.cpu.get_cpu_capability()})'
+    """This machine's CPU model and widest vector instructions, named as a run's provenance names them (torch's
+    AVX512, AVX2 or DEFAULT), read from /proc/cpuinfo so that a plan need not import torch."""
+    import platform
+    info = {}
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            k, _, v = line.partition(':')
+            info.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    flags = set(info.get('flags', '').split())
+    vec = ('AVX512' if {'avx512f', 'avx512bw', 'avx512vl', 'avx512dq'} <= flags else 'AVX2' if 'avx2' in flags
+           else 'DEFAULT')
+    return f"{info.get('model name') or platform.processor() or platform.machine()} ({vec})"
 
 def recorded_machine(prov: dict) -> str:
     "The machine the run `prov` (its provenance) was recorded on: its CPU model and vector instructions."
@@ -192,7 +216,7 @@ def _making_seconds(prov: dict, seed: int, charged: set, cache: Path|None, scale
     return making
 
 def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Path|None = None,
-              empty_cache: bool = False, machine: float|None = None) -> pd.DataFrame:
+              empty_cache: bool = False, machine: float|None = None, this_cpu: str|None = None) -> pd.DataFrame:
     """What the (notebook, seed) `runs` should take, from the runs recorded under `res_dir`, preferring runs made on
     today's code (those the re-run ledger does not list): that seed's run, else the mean over the notebook's other
     seeds (else, where every run is listed, the same on the older runs), of the notebook's own time plus the making of
@@ -208,13 +232,13 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
     `making`, `lower_bound`, its `basis`, and `older_cache`: the estimate takes the models of a run made on older code
     that the cache holds as made, where today's code may ask for others (a changed recipe's: new keys). The estimate
     is for the threads the recorded runs had, and for their machine unless `machine` (this machine's `machine_seconds`)
-    scales it by `machine_factor`; `other_machine` names the machine of runs that recorded no yardstick where it is
-    not this one (their estimate is that machine's time). `plan_wall` turns it into wall time."""
+    scales it by `machine_factor`; with `this_cpu` (`this_machine`), `other_machine` names the machine of runs that
+    give no factor where it is not this one (their estimate is that machine's time). `plan_wall` turns it into wall
+    time."""
     res_dir = Path(res_dir)
     cache = None if empty_cache else Path(cache_root) if cache_root else default_cache_dir()
     reg, charged, rows, listed = package_versions(), set(), [], pending_runs(res_dir)
     factors, by_paper = rerun_factors(res_dir), {}
-    here_cpu = this_machine() if machine is not None else None
     def factors_of(stem):
         paper = paper_of_notebook(f'{stem}.ipynb')
         if paper not in by_paper:
@@ -252,8 +276,8 @@ def plan_runs(res_dir: str|Path, runs: list[tuple[str, int]], cache_root: str|Pa
             own, making = own*speed, making*speed
             basis += f'; x{speed:.2f} for this machine (its yardstick over the recorded runs\')'
         # runs with no yardstick: named where their machine is not this one
-        other = recorded_machine(ps[0]) if machine is not None and speed is None else ''
-        other = '' if other == here_cpu else other
+        other = recorded_machine(ps[0]) if this_cpu is not None and speed is None else ''
+        other = '' if other == this_cpu else other
         rows.append(dict(notebook=stem, seed=seed, minutes=(own + making)/60, making=making/60, lower_bound=unlisted,
                          basis=basis, older_cache=reuse is not None and not today, other_machine=other))
     return pd.DataFrame(rows, columns=['notebook', 'seed', 'minutes', 'making', 'lower_bound', 'basis',

@@ -23,7 +23,7 @@ from .claims import (DIFFERING_VERDICTS_COLUMNS, claim_margins, claim_refs, clai
 from .run_status import _clock
 from .ledger import _PENDING_LOCK, _expected_seconds, _listed_runs, _seeds_text, cost_parts
 from .ledger import own_seconds, pending_path, pending_runs, plan_runs, plan_wall, read_pending, write_pending
-from .ledger import machine_seconds, this_machine
+from .ledger import machine_seconds_here, this_machine
 
 # %% auto #0
 __all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'STOP_GRACE', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS',
@@ -865,6 +865,11 @@ def _pending_selection(res_dir: Path, notebooks: list[Path], seeds) -> tuple[set
                     if is_claims_notebook(n + '.ipynb') and paper_of_notebook(n + '.ipynb') in papers}
     return want, sorted({s for _, s in want} | claims_seeds)
 
+def _yardsticks(res_dir: Path) -> bool:
+    "Whether a run recorded under `res_dir` carries its machine's yardstick (`machine_seconds`)."
+    return any('machine_seconds' in (json.loads(f.read_text()).get('runner') or {})
+               for f in (res_dir/'runs').glob('*.seed*.json'))
+
 def _plan_source(*dirs: Path) -> Path:
     "The first of the results folders `dirs` (one scale) that holds a recorded run: the one a plan is estimated from."
     return next((d for d in dirs if any((d/'runs').glob('*.seed*.json'))), dirs[0])
@@ -877,15 +882,16 @@ def _plan_totals(p: pd.DataFrame, n_jobs: int) -> str:
 
 def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_dir: str|Path|None = None,
                again: bool = False, seeds=None, main_job: bool = False,
-               machine: float|None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+               machine: float|None = None, this_cpu: str|None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Print what the (notebook, seed) `runs` should take, from the runs recorded under `known` (`plan_runs`), twice:
     with the models the cache here holds, and from an empty cache. `again`: the runs (`seeds` of the notebooks) are
     current under `res_dir`, and this is what running them again (--force) would cost; `main_job`: they are the
     main job, `compatrepro reproduce`'s default (seed 0 of every experiment notebook); `machine`: this machine's
-    `machine_seconds`, to carry the recorded times here (`machine_factor`). Returns both plans."""
+    `machine_seconds`, to carry the recorded times here (`machine_factor`); `this_cpu`: this machine's name
+    (`this_machine`), to name the runs recorded on another one without a yardstick. Returns both plans."""
     known = Path(known); res_dir = Path(res_dir) if res_dir else known
-    here = plan_runs(known, runs, machine=machine)
-    empty = plan_runs(known, runs, empty_cache=True, machine=machine)
+    here = plan_runs(known, runs, machine=machine, this_cpu=this_cpu)
+    empty = plan_runs(known, runs, empty_cache=True, machine=machine, this_cpu=this_cpu)
     if not len(here):
         print('Nothing to run.')
         return here, empty
@@ -900,8 +906,8 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
             print(table[['notebook', 'seed', 'cache_here', 'empty_cache', 'basis']].round(1).to_string(index=False))
         head = f'\n{len(here)} run(s), in hours (the table: minutes)'
     n_other = int((here.other_machine != '').sum())
-    print(head + (', on a machine like the one that recorded them' if machine is None else
-                  f', on this machine ({this_machine()})'
+    print(head + (', on a machine like the one that recorded them' if this_cpu is None else
+                  f', on this machine ({this_cpu})'
                   + (f', except {n_other} on the machine that recorded them (below)' if n_other else ''))
           + (f' (estimated from the runs recorded under {known})' if known != res_dir else '') + ':'
           + f'\n  from an empty cache: {_plan_totals(empty, n_jobs)}'
@@ -913,7 +919,7 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
         print(f'{low} run(s) recorded before runs listed their models count only their own time.')
     if others := sorted(set(here.other_machine) - {''}):
         print(f"{n_other} run(s) are estimated from runs recorded on {' and '.join(others)}, before runs recorded their "
-              f"machine's speed: their time is that machine's, and this one ({this_machine()}) can take several times "
+              f"machine's speed: their time is that machine's, and this one ({this_cpu}) can take several times "
               'as long or as little (docs: benchmarks). Runs made from now on record it, and a plan scales by it.')
     if n := int(here.older_cache.sum()):
         print(f'{n} run(s) are estimated from runs made on older code, taking the models of those runs that the cache '
@@ -985,18 +991,20 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
     # a new results folder (or a relative --out from another folder) has no runs: those it is compared with, else the
     # repository's committed ones, estimate it
     known = _plan_source(res_dir, base, nbs_dir.parent/'results'/scale)
-    # this machine's yardstick, before any job loads it: of CPU runs at tiny scale (a smoke run takes seconds; a GPU
-    # run's time is not the CPU's)
-    from compatrepro.runtime import get_device
-    machine = machine_seconds() if scale == 'tiny' and get_device(device).type == 'cpu' else None
+    tiny = scale == 'tiny'   # a smoke run takes seconds: no yardstick, no machine named
     if plan:
         runs = [(j.nb.stem, j.params['seed']) for j in todo]
         if not runs and not pending:    # all current: what the same runs would cost again (--force)
             runs = sorted(((nb.stem, s) for nb in notebooks for s in seeds),
                           key=lambda r: -_expected_seconds(known, *r))     # the longest first, as they would start
+        # this machine's yardstick only where a recorded run has one to compare it with (it takes seconds)
         print_plan(known, runs, n_jobs, res_dir, again=not todo and not pending, seeds=seeds,
-                   main_job=only is None and list(seeds) == [0], machine=machine)
+                   main_job=only is None and list(seeds) == [0],
+                   machine=machine_seconds_here(device) if tiny and _yardsticks(known) else None,
+                   this_cpu=this_machine() if tiny else None)
         return {}
+    # this machine's yardstick, before any job loads it (None for a GPU run: its time is not the CPU's)
+    machine = machine_seconds_here(device) if tiny else None
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, '
                 f'{min(n_jobs, max(1, len(todo)))} at a time; results in {res_dir}')
     # each kernel counts its notebook's time left down from its plan (`12e_run_status`)

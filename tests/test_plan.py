@@ -103,8 +103,8 @@ def test_the_plan_reads_the_repository_runs_from_any_folder(tmp_path, monkeypatc
 def test_a_plan_carries_recorded_times_to_this_machine(tmp_path):
     """A run that recorded its machine's yardstick (1 s) is planned at three times its time on a machine whose
     yardstick is 3 s, and at its own time within the yardstick's scatter (1.2 s); a run that recorded none keeps its
-    time and, recorded on another CPU, is named in the plan as that machine's. Without this machine's yardstick nothing
-    is scaled or named."""
+    time and, recorded on another CPU than this one (`this_cpu`), is named in the plan as that machine's. Without this
+    machine's yardstick nothing is scaled; without its name nothing is named."""
     from compatrepro.ledger import MACHINE_SCATTER, plan_runs
     from compatrepro.runs import print_plan
     assert 1.2 < MACHINE_SCATTER < 3
@@ -116,15 +116,24 @@ def test_a_plan_carries_recorded_times_to_this_machine(tmp_path):
     run('20_a', runner=dict(threads=1, machine_seconds=1.), cpu='This CPU', cpu_capability='AVX2')
     run('21_b', runner=dict(threads=1), cpu='Other CPU', cpu_capability='AVX512')
     runs = [('20_a', 0), ('21_b', 0)]
-    plain, slow, near = (plan_runs(tmp_path, runs, empty_cache=True, machine=m) for m in (None, 3., 1.2))
+    here = 'Yet another CPU (AVX2)'
+    plain = plan_runs(tmp_path, runs, empty_cache=True)
+    slow, near = (plan_runs(tmp_path, runs, empty_cache=True, machine=m, this_cpu=here) for m in (3., 1.2))
     assert plain.minutes[0] == pytest.approx(10.) and (plain.other_machine == '').all()
     assert slow.minutes[0] == pytest.approx(30.) and 'x3.00 for this machine' in slow.basis[0]
     assert slow.minutes[1] == pytest.approx(plain.minutes[1]) and slow.other_machine[1] == 'Other CPU (AVX512)'
     assert slow.other_machine[0] == '' and near.minutes[0] == pytest.approx(10.) and 'for this machine' not in near.basis[0]
     assert near.other_machine[0] == ''   # it recorded a yardstick: not named, on whatever CPU
     out = io.StringIO()
-    with contextlib.redirect_stdout(out): print_plan(tmp_path, runs, 1, machine=3.)
-    assert 'recorded on Other CPU (AVX512)' in out.getvalue() and ', on this machine (' in out.getvalue()
+    with contextlib.redirect_stdout(out): print_plan(tmp_path, runs, 1, machine=3., this_cpu=here)
+    assert 'recorded on Other CPU (AVX512)' in out.getvalue() and f', on this machine ({here})' in out.getvalue()
+    from compatrepro.runs import _yardsticks   # a plan measures this machine only where a run has a yardstick
+    assert _yardsticks(tmp_path)
+    (tmp_path/'runs'/'20_a.seed0.json').unlink()
+    assert not _yardsticks(tmp_path)
+    run('20_a', runner=dict(threads=1, machine_seconds=1.), cpu='This CPU', cpu_capability='AVX2')
+    same = plan_runs(tmp_path, runs, empty_cache=True, this_cpu='Other CPU (AVX512)')   # no yardstick here: none
+    assert same.minutes[0] == pytest.approx(10.) and same.other_machine[1] == '' and same.other_machine[0] != ''
 
 
 def test_a_finished_run_records_its_machine_yardstick(tmp_path):
