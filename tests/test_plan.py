@@ -148,3 +148,14 @@ def test_a_finished_run_records_its_machine_yardstick(tmp_path):
         prov = json.loads((tmp_path/'runs'/'20_a.seed0.json').read_text())
         assert prov['finished'] and prov['duration'] == 12.3
         assert prov['runner'] == (dict(threads=1, machine_seconds=0.25) if machine else dict(threads=1))
+
+
+def test_the_yardstick_is_measured_in_a_child_process():
+    "On a CPU, a positive time of a few steps (and this process loads no torch for it); for a GPU run, none."
+    import sys
+    from compatrepro.ledger import machine_seconds_here
+    had_torch = 'torch' in sys.modules
+    s = machine_seconds_here('cpu')
+    assert s is not None and 0 < s < 60, s
+    assert machine_seconds_here('cuda') is None
+    assert ('torch' in sys.modules) == had_torch
