@@ -1004,7 +1004,7 @@ def reproduce(scale: str = 'tiny', seeds=(0,), data_root: str|None = None, only:
                    this_cpu=this_machine() if tiny else None)
         return {}
     # this machine's yardstick, before any job loads it (None for a GPU run: its time is not the CPU's)
-    machine = machine_seconds_here(device) if tiny else None
+    machine = machine_seconds_here(device) if tiny and todo else None
     logger.info(f'{len(todo)} run(s) of {len(notebooks)} notebook(s) at scale={scale}, '
                 f'{min(n_jobs, max(1, len(todo)))} at a time; results in {res_dir}')
     # each kernel counts its notebook's time left down from its plan (`12e_run_status`)
