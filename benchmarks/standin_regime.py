@@ -133,8 +133,8 @@ def measured_name(model: str) -> str:
 
 def measured_models(d) -> dict:
     """{(pair, seed): {model: the artifact name it recorded at E}} of the models the convergence rows `d` doubled (a
-    self-test's model, or a transformation's), from the `artifact` column that every row written since 2026-12-02 carries; rows written
-    before it name no artifact, so they measure models of the code of their day."""
+    self-test's model, or a transformation's), from the `artifact` column that every row written since 2026-12-02
+    carries; rows written before it name no artifact, so they measure models of the code of their day."""
     if 'artifact' not in d: return {}
     out = {}
     for (pair, seed), g in d[d.artifact.notna()].groupby(['pair', 'seed']):
@@ -269,7 +269,7 @@ def schedules(m):
     "(E, the rows at E, the rows at 2E) of one model's rows `m` of a doubling run on one schedule, indexed by seed."
     (one, *more) = by_schedule(m)
     if more:
-        raise ValueError(f"rows of {m.model.iloc[0]} mix the schedules {[E for E, *_ in by_schedule(m)]}: "
+        raise ValueError(f"rows of {m.model.iloc[0]} mix the schedules {[E for E, *_ in (one, *more)]}: "
                          "read them with by_schedule")
     return one
 
@@ -309,7 +309,8 @@ def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
                            f"{b.top1.mean():.1f} / {b.mAP.mean():.1f} | {move:.1f} | "
                            f"{'' if cross else 'cached' if pd.isna(c) else f'{c:.1f}'} |")
         ok = all(m <= tolerance for m in moves)
-        out.append(f"| {cand} |{' older code' if old else ''} | **all** | | | | **{'converged' if ok else 'not converged'}** "
+        verdict = 'converged' if ok else 'not converged'
+        out.append(f"| {cand} |{' older code' if old else ''} | **all** | | | | **{verdict}** "
                    f"(largest {max(moves):.1f}) | **{cpu:.1f}** |")
     return '\n'.join(out)
 

@@ -918,8 +918,8 @@ def print_plan(known: str|Path, runs: list[tuple[str, int]], n_jobs: int, res_di
     if low:
         print(f'{low} run(s) recorded before runs listed their models count only their own time.')
     if others := sorted(set(here.other_machine) - {''}):
-        print(f"{n_other} run(s) are estimated from runs recorded on {' and '.join(others)}, before runs recorded their "
-              f"machine's speed: their time is that machine's, and this one ({this_cpu}) can take several times "
+        print(f"{n_other} run(s) are estimated from runs recorded on {' and '.join(others)}, before runs recorded "
+              f"their machine's speed: their time is that machine's, and this one ({this_cpu}) can take several times "
               'as long or as little (docs: benchmarks). Runs made from now on record it, and a plan scales by it.')
     if n := int(here.older_cache.sum()):
         print(f'{n} run(s) are estimated from runs made on older code, taking the models of those runs that the cache '
