@@ -55,7 +55,8 @@ def machine_seconds() -> float:
             best = float('inf')
             for _ in range(w['repeats']):
                 t0 = time.perf_counter()
-                for _ in range(w['steps']): step()
+                for _ in range(w['steps']):
+                    step()
                 best = min(best, time.perf_counter() - t0)
         return best
     finally:
