@@ -180,22 +180,44 @@ def measured_artifacts(paths) -> set:
     return out
 
 
-def coverage_table(paths, runs: Path) -> str:
+def unconverged(d, tolerance: float = 1.0) -> dict:
+    """{(pair, seed, model): its largest move} of today's models (`todays_models`) in the convergence rows `d` that
+    doubling moves by more than `tolerance` (top-1 or mAP points) in any of their rows: a compatible model's self-test
+    and its test against the old model ('BCT/BCT', 'BCT/old'), a transformation's 'new/FCT(old)'."""
+    out = {}
+    for pair, seed, name in todays_models(d):
+        mine = d[(d.pair == pair) & (d.seed == seed) & (d.model.map(measured_name) == name)]
+        E = mine[mine.artifact.notna()].epochs.min()   # today's schedule: the rows that name today's artifact
+        moves = [abs(b[k].iloc[0] - a[k].iloc[0]) for _, m in mine.groupby('model')
+                 for a, b in [(m[m.epochs == E], m[m.epochs == 2*E])] if len(a) and len(b) for k in ('top1', 'mAP')]
+        if max(moves) > tolerance: out[pair, seed, name] = max(moves)
+    return out
+
+
+def coverage_table(paths, runs: Path, tolerance: float = 1.0) -> str:
     """How much of what the tiny runs train the convergence table measures: per notebook, the backbones and
-    transformations its committed runs of seeds 0-2 (`runs`: results/tiny/runs) used, and how many of them are in the
-    table (`measured_artifacts` of `paths`)."""
+    transformations its committed runs of seeds 0-2 (`runs`: results/tiny/runs) used, how many of them are in the
+    table (`measured_artifacts` of `paths`), and which of those doubling still moves by more than `tolerance`
+    (`unconverged`), so that each notebook says which of its measured models are short of converged."""
+    import pandas as pd
     done = measured_artifacts(paths)
+    d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    short = {}   # {artifact: 'model (seed s)'} of the measured models not converged
+    for (pair, seed, name), move in sorted(unconverged(d, tolerance).items()):
+        short[pair_artifacts(pair, seed)[0][name]] = f'{name} of {pair} (seed {seed}: {move:.1f})'
     used = {}
     for f in sorted(runs.glob('*.seed[012].json')):
         arts = json.loads(f.read_text())['artifacts']
         used.setdefault(f.name.split('.seed')[0], set()).update(
             k for k in arts if k.split('/')[0] in ('backbone', 'transformation'))
-    out = ['| notebook | models its runs of seeds 0-2 use | in the convergence table | not yet |', '|---|---|---|---|']
+    out = ['| notebook | models its runs of seeds 0-2 use | in the convergence table | not converged (largest move) | '
+           'not yet |', '|---|---|---|---|---|']
     for nb, a in used.items():
-        if a: out.append(f'| {nb} | {len(a)} | {len(a & done)} | {len(a - done)} |')
+        if a: out.append(f"| {nb} | {len(a)} | {len(a & done)} | {', '.join(sorted(short[k] for k in a & set(short)))} "
+                         f"| {len(a - done)} |")
     every = set().union(*used.values())
     out.append(f'| **all** (a model shared by notebooks once) | **{len(every)}** | **{len(every & done)}** | '
-               f'**{len(every - done)}** |')
+               f'**{len(every & set(short))}** | **{len(every - done)}** |')
     return '\n'.join(out)
 
 

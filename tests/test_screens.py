@@ -4,7 +4,7 @@ with themselves (each doubling's difference, verdict and rung), the convergence 
 models and every model they train is in it or named with the reason it is not, and the docs' tables are what they
 give."""
 
-import os, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 
 import pandas as pd
@@ -220,7 +220,6 @@ def test_convergence_table_measures_the_notebooks_models():
     """The convergence table's models at E are the ones their notebook's tiny runs used (the same artifact: the same
     spec, the same cache key), on every seed it has of each pair (seed 0 at least); and every model those runs used
     is in the table or named in `unmeasured` with the reason. A run pending a re-run is compared once it is re-run."""
-    import json
     from standin_regime import CONVERGENCE_MODELS, CONVERGENCE_NOTEBOOKS, pair_artifacts
 
     from compatrepro.ledger import pending_runs
@@ -358,7 +357,6 @@ def test_doubling_noise_by_hand():
 def test_seed_cost_by_hand(tmp_path):
     """A seed's hours count each artifact once (the first run that made it) and are the mean over the seeds; the
     backbones scale by the candidate's CPU at E over the library's, the rest stays."""
-    import json
     import seed_cost
 
     runs = [('20', 0, {'backbone/a': 3600., 'transformation/t': 1800.}), ('21', 0, {'backbone/a': 3600.}),
@@ -390,3 +388,31 @@ def test_docs_show_the_committed_screens():
     import docs_tables
 
     assert not docs_tables.stale_blocks(), 'run python benchmarks/docs_tables.py'
+
+
+def test_coverage_names_the_measured_models_short_of_converged(tmp_path):
+    """A measured model whose doubling moves any of its rows by more than the point is named in the coverage table of
+    each notebook whose runs use it (with its largest move), one within the point is not: here the new model moves its
+    self-test by 3, BCT its test against the old model by 2 (its self-test by 0.5), FCT by 0.5; a notebook that uses
+    none of them names none."""
+    from standin_regime import CONVERGENCE_MODELS, coverage_table, pair_artifacts, unconverged
+    table, _ = pair_artifacts('imagenet', 0)
+    moves = {'new/new': 3., 'BCT/old': 2., 'BCT/BCT': .5, 'new/FCT(old)': .5}
+    rows = [dict(candidate='library', recipe='{}', knobs='{}', seed=0, pair='imagenet', model=model, epochs=E,
+                 top1=50. + (E == 20) * moves.get(model, 0.), mAP=40., chance=0.8, train_images=0, train_seconds=1.,
+                 cpu_seconds=1., artifact='' if model == 'BCT/old' else table[m] if E == 10 else 'backbone/2E')
+            for m in CONVERGENCE_MODELS['imagenet']
+            for model in ([f'new/{m}(old)'] if m in ('FCT', 'FastFill') else [f'{m}/{m}', f'{m}/old'][:1 + (m == 'BCT')])
+            for E in (10, 20)]
+    d = pd.DataFrame(rows).replace({'artifact': {'': None}})
+    assert unconverged(d) == {('imagenet', 0, 'new'): 3., ('imagenet', 0, 'BCT'): 2.}
+    assert unconverged(d, tolerance=2.5) == {('imagenet', 0, 'new'): 3.}
+    d.to_csv(tmp_path / 'conv.csv', index=False)
+    runs = tmp_path / 'runs'; runs.mkdir()
+    (runs / '20_fastfill_imagenet.seed0.json').write_text(json.dumps({'artifacts': {a: {} for a in table.values()}}))
+    (runs / '30_bct_ijbc.seed0.json').write_text(json.dumps({'artifacts': {'backbone/other': {}}}))
+    lines = coverage_table([tmp_path / 'conv.csv'], runs).splitlines()
+    assert lines[2] == ('| 20_fastfill_imagenet | 6 | 6 | BCT of imagenet (seed 0: 2.0), new of imagenet (seed 0: 3.0) '
+                        '| 0 |')
+    assert lines[3] == '| 30_bct_ijbc | 1 | 0 |  | 1 |'
+    assert lines[4] == '| **all** (a model shared by notebooks once) | **7** | **6** | **2** | **1** |'
