@@ -14,21 +14,12 @@ from .report import RECORD_COLUMNS, make_record, paper_of_notebook, read_records
 from .core import atomic_path, atomic_write_text
 from .runtime import current_context, get_device
 from .report import aggregate_records, paper_table, paper_value, table_caption
-from .provenance import file_digest, find_notebook, run_dependencies
+from .provenance import cpu_model, file_digest, find_notebook, run_dependencies
 
 # %% auto #0
-__all__ = ['SAVE_EVERY_S', 'MODEL_KINDS', 'cpu_model', 'machine_info', 'save_open_books', 'model_specs', 'RecordBook']
+__all__ = ['SAVE_EVERY_S', 'MODEL_KINDS', 'machine_info', 'save_open_books', 'model_specs', 'RecordBook']
 
 # %% ../nbs/12c_book.ipynb #4ab3efa3
-def cpu_model() -> str:
-    "The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'): return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 def machine_info(ctx=None) -> dict:
     """The package, torch and Python versions, the device, the CPU threads of this process, and what decides whether
     two CPU runs can be bit-equal: the CPU model and the vector instructions torch uses (e.g. AVX2, AVX512)."""

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .core import atomic_path, default_cache_dir
-from .provenance import package_versions
+from .provenance import cpu_info, cpu_model, package_versions
 from .report import paper_of_notebook
 
 # %% auto #0
@@ -77,19 +77,11 @@ def machine_seconds_here(device: str = 'auto') -> float|None:
 
 def this_machine() -> str:
     """This machine's CPU model and widest vector instructions, named as a run's provenance names them (torch's
-    AVX512, AVX2 or DEFAULT), read from /proc/cpuinfo so that a plan need not import torch."""
-    import platform
-    info = {}
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            k, _, v = line.partition(':')
-            info.setdefault(k.strip(), v.strip())
-    except OSError:
-        pass
-    flags = set(info.get('flags', '').split())
+    AVX512, AVX2 or DEFAULT), read from /proc/cpuinfo (`cpu_info`) so that a plan need not import torch."""
+    flags = set(cpu_info().get('flags', '').split())
     vec = ('AVX512' if {'avx512f', 'avx512bw', 'avx512vl', 'avx512dq'} <= flags else 'AVX2' if 'avx2' in flags
            else 'DEFAULT')
-    return f"{info.get('model name') or platform.processor() or platform.machine()} ({vec})"
+    return f'{cpu_model()} ({vec})'
 
 def recorded_machine(prov: dict) -> str:
     "The machine the run `prov` (its provenance) was recorded on: its CPU model and vector instructions."

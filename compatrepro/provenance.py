@@ -15,7 +15,7 @@ __all__ = ['LIBRARY_MODULES_SKIPPED', 'BOOKKEEPING', 'PAPER_SCALE_ONLY', 'NEUTRA
            'find_notebook', 'code_digest', 'names_used', 'Definition', 'module_definitions', 'library_definitions',
            'name_digest', 'code_closure', 'notebook_code', 'notebook_code_hash', 'run_dependencies', 'library_changes',
            'standin_unreached', 'neutral_change', 'run_library_changes', 'trace_definitions', 'traced_definitions',
-           'package_versions']
+           'package_versions', 'cpu_info', 'cpu_model']
 
 # %% ../nbs/12a_provenance.ipynb #d786fd61
 def file_digest(path: str|Path) -> str:
@@ -342,3 +342,20 @@ def package_versions(pkg_dir: str|Path|None = None) -> dict:
         pass   # a cache that cannot be written: read them again next time
     _VERSIONS_READ[seen] = v
     return dict(v)
+
+# %% ../nbs/12a_provenance.ipynb #db780934
+def cpu_info(path: str|Path = '/proc/cpuinfo') -> dict[str, str]:
+    "The first processor's fields in `path` (Linux's /proc/cpuinfo); empty where there is no such file."
+    info = {}
+    try:
+        for line in Path(path).read_text().splitlines():
+            k, _, v = line.partition(':')
+            info.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    return info
+
+def cpu_model() -> str:
+    "The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."
+    import platform
+    return cpu_info().get('model name') or platform.processor() or platform.machine()
