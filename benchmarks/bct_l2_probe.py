@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from bct_face_probe import POINTS, rank1
-from probe_args import apply_probe_arguments, probe_arguments
+from probe_args import apply_probe_arguments, probe_arguments, variant_cache
 
 L2 = 'new-l2 (MSE)'
 READINGS = {'raw, old classes': (False, False), 'unit, old classes': (True, False),
@@ -149,11 +149,11 @@ def main(argv=None):
     main_cache = Path(os.environ.get('COMPATREPRO_CACHE', Path.home()/'.cache'/'compatrepro')).expanduser()
     parts = []
     for reading in READINGS:
-        cache = main_cache if reading == PACKAGE else Path(a.cache_root)/reading.replace(', ', '-').replace(' ', '-')
+        cache = main_cache if reading == PACKAGE else variant_cache(a.cache_root, reading)
         if reading != PACKAGE:
             for s in a.seeds: copy_models({k: v for k, v in seed_models(s, a.scale)[0].items() if k in ('old', 'new')},
                                           main_cache, cache)
-        part = Path(a.out).with_suffix(f".{reading.replace(', ', '-').replace(' ', '-')}.csv")
+        part = Path(a.out).with_suffix(f'.{variant_cache("", reading).name}.csv')
         cmd = [sys.executable, __file__, '--reading', reading, '--cache', str(cache), '--out', str(part),
                '--threads', str(a.threads), '--scale', a.scale, '--seeds', *map(str, a.seeds)]
         subprocess.run(cmd, check=True)

@@ -2,6 +2,7 @@
 seeds, artifact cache, output, torch threads and scale."""
 
 import argparse, os
+from pathlib import Path
 
 
 def probe_arguments(doc: str, out: str, out_help: str = 'the CSV file to write') -> argparse.ArgumentParser:
@@ -36,6 +37,11 @@ def probe_seeds(a: argparse.Namespace, probe_seed, *args) -> list:
     return rows
 
 
+def variant_cache(root, variant: str) -> Path:
+    "The cache of a variant (or a reading) other than the library's: a folder of `root` named after it."
+    return Path(root)/variant.replace(', ', '-').replace(' ', '-')
+
+
 def variant_arguments(ap: argparse.ArgumentParser, variants, cache_root: str) -> argparse.ArgumentParser:
     "The options of a screen of variants (`simclr_screen.py`, `vit_screen.py`): which variants, and their caches."
     ap.add_argument('--cache-root', default=cache_root, help="a cache per variant other than the library's")
@@ -48,15 +54,13 @@ def run_variants(a: argparse.Namespace, library: str, prepare, measure, summary,
     patching this process, then `measure(seed, variant, scale)` -> a row for each seed, the CSV `a.out` rewritten
     after each row; a variant other than the `library` one trains in a cache of its own under `a.cache_root` (its
     spec is the library's, so its models must not meet the library's), and the library's uses $COMPATREPRO_CACHE."""
-    from pathlib import Path
-
     import pandas as pd
 
     main_cache = os.environ.get('COMPATREPRO_CACHE')
     rows = []
     for v in sorted(a.variants, key=order or (lambda v: v != library)):
         if v != library:
-            os.environ['COMPATREPRO_CACHE'] = str(Path(a.cache_root)/v.replace(', ', '-').replace(' ', '-'))
+            os.environ['COMPATREPRO_CACHE'] = str(variant_cache(a.cache_root, v))
         elif main_cache is not None:
             os.environ['COMPATREPRO_CACHE'] = main_cache
         prepare(v)
