@@ -70,17 +70,17 @@ def noise_rows(d: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(paths) -> str:
-    "The markdown table docs/standin_regime.md shows."
+    "The markdown table docs/standin_regime.md shows (E: the schedule a row doubles; one recipe's rows are a block)."
     d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     r = noise_rows(d)
-    out = ['| candidate | model | seeds | sigma of a run, top-1 / mAP | mean move (± s.e.), top-1 | '
+    out = ['| candidate | model | E | seeds | sigma of a run, top-1 / mAP | mean move (± s.e.), top-1 | '
            'mean move (± s.e.), mAP | largest move | chance a converged kind passes, every seed (mean rule) | '
            'converged: mean rule (every seed) |',
-           '|---|---|---|---|---|---|---|---|---|']
+           '|---|---|---|---|---|---|---|---|---|---|']
     yes = {True: 'yes', False: 'no'}
     for x in r.itertuples():
         pair = '' if x.pair == 'imagenet' else f' ({x.pair})'
-        out.append(f'| {x.candidate} | {x.model}{pair} | {x.seeds} | {x.sigma_top1:.1f} / {x.sigma_mAP:.1f} | '
+        out.append(f'| {x.candidate} | {x.model}{pair} | {x.E} | {x.seeds} | {x.sigma_top1:.1f} / {x.sigma_mAP:.1f} | '
                    f'{x.mean_move_top1:+.1f} (± {x.se_move_top1:.1f}) | '
                    f'{x.mean_move_mAP:+.1f} (± {x.se_move_mAP:.1f}) | '
                    f'{max(x.largest_move_top1, x.largest_move_mAP):.1f} | {x.pass_chance_if_converged:.0%} '
