@@ -5,10 +5,11 @@ image (`glyph-masks`, about 15 s of one thread, 58 MB), and the probe and screen
 cache of its own. The masks depend on the fonts and `GLYPH_VERSION` alone, so one rendering serves every cache; a
 seeded cache reads them as if it had made them (same key, same file). A script whose knobs ask for other masks (a
 render size of its own) misses them and renders its own, as before."""
-import shutil, tempfile
+import atexit, shutil, sys, tempfile
 from pathlib import Path
 
 _made: Path | None = None   # this session's masks: <root>/glyph-masks/<key>.{pt,json}
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'benchmarks'))   # probe_args, the scripts
 
 
 def _session_masks() -> Path:
@@ -18,6 +19,7 @@ def _session_masks() -> Path:
         from compatrepro.glyphs import glyph_classes
         from compatrepro.standin import STANDIN_CONFIGS
         root = Path(tempfile.mkdtemp(prefix='compatrepro-glyph-masks-'))
+        atexit.register(shutil.rmtree, root, True)   # 58 MB: gone with the session
         glyph_classes(STANDIN_CONFIGS['smoke'], cache_root=str(root))
         _made = root / 'glyph-masks'
     return _made
