@@ -50,3 +50,8 @@ def variants_of(script: str) -> list[str]:
     import importlib
     m = importlib.import_module(script)
     return list(getattr(m, 'VARIANTS', None) or getattr(m, 'READINGS', None) or ())
+
+
+def seed_script_caches(script: str, args, *more: Path) -> None:
+    "Seed every cache a run of benchmarks/<script>.py with `args` may use (`caches_of`), and `more`."
+    seed_glyph_masks(*caches_of(args, *more, variants=variants_of(script)))

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 import bct_face_probe, bct_feature_lengths, bct_l2_probe, bct_paragon_identities  # noqa: E402
 import fastfill_disc_probe, fastfill_parts, ract_keys_probe  # noqa: E402
-from _glyph_masks import caches_of, seed_glyph_masks, variants_of  # noqa: E402
+from _glyph_masks import seed_script_caches  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
@@ -39,7 +39,7 @@ def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
         '--out',
         out_arg,
     ]
-    seed_glyph_masks(*caches_of(args, tmp_path / 'cache', variants=variants_of(name)))   # rendered once per session
+    seed_script_caches(name, args, tmp_path / 'cache')   # the glyph masks, rendered once per session
     r = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return out

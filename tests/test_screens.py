@@ -16,7 +16,7 @@ SCREENS = sorted((ROOT / 'benchmarks' / 'recipe_screen').glob('*.csv'))
 LADDER = ROOT / 'benchmarks' / 'rm_epochs_ladder.csv'
 CONVERGENCE = sorted((ROOT / 'benchmarks' / 'convergence').glob('*.csv'))
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from _glyph_masks import caches_of, seed_glyph_masks, variants_of  # noqa: E402
+from _glyph_masks import seed_script_caches  # noqa: E402
 
 
 def run_script(name: str, tmp_path: Path, *args: str) -> Path:
@@ -26,7 +26,7 @@ def run_script(name: str, tmp_path: Path, *args: str) -> Path:
                COMPATREPRO_PROGRESS='0', COMPATREPRO_CACHE=str(tmp_path / 'cache'))
     cmd = [sys.executable, str(ROOT / 'benchmarks' / f'{name}.py'), '--seeds', '0', '--out', str(out), *args]
     # rendered once per session; standin_regime's default cache is beside its --out
-    seed_glyph_masks(*caches_of(args, tmp_path / 'cache', out.with_suffix('.cache'), variants=variants_of(name)))
+    seed_script_caches(name, args, tmp_path / 'cache', out.with_suffix('.cache'))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT / 'benchmarks', timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return out
