@@ -1,9 +1,9 @@
 """The controlled experiments on suspect verdicts (benchmarks/fastfill_disc_probe.py, bct_face_probe.py,
 bct_l2_probe.py, bct_paragon_identities.py, bct_feature_lengths.py, ract_keys_probe.py, family_identities.py,
 ract_upgrade_probe.py and fastfill_parts.py) still
-run on the library as it is: each at smoke scale on a scratch cache, its CSV holding every variant and pair it
-promises. The committed CSVs (made at tiny scale) are checked for the same columns and rows: a probe and its results
-stay in step."""
+run on the library as it is: each at smoke scale on the scripts' cache of the session (`tests/_script_caches.py`), its
+CSV holding every variant and pair it promises. The committed CSVs (made at tiny scale) are checked for the same
+columns and rows: a probe and its results stay in step."""
 
 import os, subprocess, sys
 from pathlib import Path
@@ -16,17 +16,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 import bct_face_probe, bct_feature_lengths, bct_l2_probe, bct_paragon_identities  # noqa: E402
 import fastfill_disc_probe, fastfill_parts, ract_keys_probe  # noqa: E402
-from _glyph_masks import seed_script_caches  # noqa: E402
+from _script_caches import seed_script_caches, shared_cache  # noqa: E402
 
 
 def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
-    "Run benchmarks/<name>.py at smoke scale on seed 0 and a scratch cache; its output path without suffix."
+    "Run benchmarks/<name>.py at smoke scale on seed 0 and the scripts' shared cache; its output path without suffix."
     out = tmp_path / name
     env = dict(
         os.environ,
         PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''),
         COMPATREPRO_PROGRESS='0',
-        COMPATREPRO_CACHE=str(tmp_path / 'cache'),
+        COMPATREPRO_CACHE=str(shared_cache()),
     )
     out_arg = str(out) + ('' if name == 'fastfill_disc_probe' else '.csv')  # the disc probe writes two CSVs
     cmd = [
@@ -39,7 +39,7 @@ def run_probe(name: str, tmp_path: Path, *args: str) -> Path:
         '--out',
         out_arg,
     ]
-    seed_script_caches(name, args, tmp_path / 'cache')   # the glyph masks, rendered once per session
+    seed_script_caches(name, args)   # its own caches get the shared cache's glyph masks and images
     r = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return out

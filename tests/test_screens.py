@@ -1,8 +1,8 @@
 """The recipe screens (benchmarks/standin_regime.py with its doubling test, benchmarks/rm_epochs_ladder.py) still run on
-the library as it is, at smoke scale on a scratch cache; the committed CSVs they made at tiny scale are whole and agree
-with themselves (each doubling's difference, verdict and rung), the convergence table measures the notebooks' own
-models and every model they train is in it or named with the reason it is not, and the docs' tables are what they
-give."""
+the library as it is, at smoke scale on the scripts' cache of the session (`tests/_script_caches.py`; each screen of
+standin_regime.py on a cache of its own); the committed CSVs they made at tiny scale are whole and agree with
+themselves (each doubling's difference, verdict and rung), the convergence table measures the notebooks' own models
+and every model they train is in it or named with the reason it is not, and the docs' tables are what they give."""
 
 import json, os, subprocess, sys
 from pathlib import Path
@@ -16,17 +16,17 @@ SCREENS = sorted((ROOT / 'benchmarks' / 'recipe_screen').glob('*.csv'))
 LADDER = ROOT / 'benchmarks' / 'rm_epochs_ladder.csv'
 CONVERGENCE = sorted((ROOT / 'benchmarks' / 'convergence').glob('*.csv'))
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from _glyph_masks import seed_script_caches  # noqa: E402
+from _script_caches import seed_script_caches, shared_cache  # noqa: E402
 
 
 def run_script(name: str, tmp_path: Path, *args: str) -> Path:
-    "Run benchmarks/<name>.py on seed 0 with a scratch cache; the CSV it writes."
+    "Run benchmarks/<name>.py on seed 0 with the scripts' shared cache; the CSV it writes."
     out = tmp_path / f'{name}.csv'
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', ''),
-               COMPATREPRO_PROGRESS='0', COMPATREPRO_CACHE=str(tmp_path / 'cache'))
+               COMPATREPRO_PROGRESS='0', COMPATREPRO_CACHE=str(shared_cache()))
     cmd = [sys.executable, str(ROOT / 'benchmarks' / f'{name}.py'), '--seeds', '0', '--out', str(out), *args]
-    # rendered once per session; standin_regime's default cache is beside its --out
-    seed_script_caches(name, args, tmp_path / 'cache', out.with_suffix('.cache'))
+    # standin_regime's default cache is beside its --out: a candidate's knobs are not all in the cache key
+    seed_script_caches(name, args, out.with_suffix('.cache'))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT / 'benchmarks', timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return out
