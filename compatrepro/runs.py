@@ -26,14 +26,14 @@ from .ledger import own_seconds, pending_path, pending_runs, plan_runs, plan_wal
 from .ledger import machine_seconds_here, this_machine
 
 # %% auto #0
-__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'STOP_GRACE', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS', 'PREMISE_PAIRS',
-           'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks', 'strip_widgets',
-           'NotebookJob', 'RunStopped', 'stop_notebooks', 'execute_notebook', 'describe_status', 'run_notebooks',
-           'run_state', 'runs_of', 'head_commit', 'unsettled_runs', 'declare_pending', 'list_started_runs',
-           'run_outcome', 'settle_pending', 'pending_text', 'norm_item', 'paper_items', 'item_claims', 'findings_text',
-           'claims_state', 'status_table', 'check_results', 'premise_chance', 'premise_criteria', 'premise_table',
-           'premise_text', 'run_hours', 'seed_wall_hours', 'run_hours_text', 'compare_records', 'seed_spreads',
-           'claim_sign_changes', 'runs_to_do', 'print_plan', 'reproduce']
+__all__ = ['WIDGET_VIEW', 'KERNEL_START_TIMEOUT', 'PAPERMILL_MAIN', 'STOP_GRACE', 'ITEM_KINDS', 'ITEM_STATES', 'CLAIM_COLUMNS',
+           'PREMISE_PAIRS', 'ALL_PAPERS', 'RECORD_ID', 'find_nbs_dir', 'experiment_notebooks', 'library_notebooks',
+           'strip_widgets', 'NotebookJob', 'RunStopped', 'stop_notebooks', 'execute_notebook', 'describe_status',
+           'run_notebooks', 'run_state', 'runs_of', 'head_commit', 'unsettled_runs', 'declare_pending',
+           'list_started_runs', 'run_outcome', 'settle_pending', 'pending_text', 'norm_item', 'paper_items',
+           'item_claims', 'findings_text', 'claims_state', 'status_table', 'check_results', 'premise_chance',
+           'premise_criteria', 'premise_table', 'premise_text', 'run_hours', 'seed_wall_hours', 'run_hours_text',
+           'compare_records', 'seed_spreads', 'claim_sign_changes', 'runs_to_do', 'print_plan', 'reproduce']
 
 # %% ../nbs/14_runs.ipynb #0fea0d7d
 def find_nbs_dir(nbs: str|Path|None = None) -> Path:
@@ -99,6 +99,10 @@ class NotebookJob:
         self.name = self.name or self.nb.stem
 
 KERNEL_START_TIMEOUT = 600   # s; papermill's 60 failed a run when 14 kernels started at once on 16 cores (2026-11-28)
+# papermill's command line, less one import: nbformat's jsonschema builds rfc3987_syntax's grammar when it is installed
+# (about 1.5 s of a 2.2 s run of a one-cell notebook, 2026-12-03), for an 'iri' format no notebook schema uses
+PAPERMILL_MAIN = ("import sys; sys.modules['rfc3987_syntax'] = None; "
+                  "from papermill.cli import papermill; papermill(prog_name='papermill')")
 STOP_GRACE = 30.             # s a papermill process gets to shut its kernel down before it is killed
 _RUNNING, _RUNNING_LOCK = {}, threading.Lock()   # papermill process -> its job, while it runs
 
@@ -153,7 +157,7 @@ def _execute(job: NotebookJob, env: dict, log: Path, t0: float) -> None:
     with atomic_path(job.out) as tmp, tempfile.TemporaryDirectory() as td:
         tmp_nb = Path(td)/job.out.name            # papermill wants a .ipynb name
         pfile = Path(td)/'params.json'; pfile.write_text(json.dumps(job.params))
-        cmd = [sys.executable, '-m', 'papermill', str(job.nb), str(tmp_nb), '-f', str(pfile),
+        cmd = [sys.executable, '-c', PAPERMILL_MAIN, str(job.nb), str(tmp_nb), '-f', str(pfile),
                '--cwd', str(job.cwd or job.nb.parent), '-k', 'python3', '--language', 'python', '--no-progress-bar',
                '--start-timeout', str(KERNEL_START_TIMEOUT)]
         with open(log, 'w') as lf:   # a session of its own: a terminal's Ctrl-C reaches the runner, which stops it
