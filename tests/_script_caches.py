@@ -28,7 +28,7 @@ def shared_cache() -> Path:
     return _made
 
 
-def seed_glyph_masks(*caches: Path, kinds=SEEDED) -> None:
+def seed_glyphs(*caches: Path, kinds=SEEDED) -> None:
     "Put the shared cache's glyph masks and images into each of `caches` that does not hold them yet."
     src = shared_cache()
     for cache in caches:
@@ -68,4 +68,4 @@ def variants_of(script: str) -> list[str]:
 
 def seed_script_caches(script: str, args, *more: Path) -> None:
     "Seed every cache of its own that a run of benchmarks/<script>.py with `args` may use (`caches_of`), and `more`."
-    seed_glyph_masks(*caches_of(args, *more, variants=variants_of(script)))
+    seed_glyphs(*caches_of(args, *more, variants=variants_of(script)))

@@ -3,13 +3,13 @@ each cache of a script's own (`tests/_script_caches.py`): a seeded cache must fi
 saves nothing."""
 import pytest
 
-from _script_caches import caches_of, seed_glyph_masks, shared_cache
+from _script_caches import caches_of, seed_glyphs, shared_cache
 
 
 def test_a_seeded_cache_renders_no_masks(tmp_path, monkeypatch):
     import compatrepro.glyphs as G
     from compatrepro.standin import STANDIN_CONFIGS
-    seed_glyph_masks(tmp_path)
+    seed_glyphs(tmp_path)
     monkeypatch.setattr(G, '_render_all_masks', lambda *a: pytest.fail('a seeded cache rendered the glyph masks'))
     assert G.glyph_classes(STANDIN_CONFIGS['smoke'], cache_root=str(tmp_path)).chars
 
@@ -22,7 +22,7 @@ def test_a_seeded_cache_makes_no_images(tmp_path, monkeypatch):
     cfg = STANDIN_CONFIGS['smoke']
     monkeypatch.setenv('COMPATREPRO_CACHE', str(shared_cache()))   # the masks the images are drawn from
     made = G.glyph_universe(cfg, 0, ArtifactCache(str(shared_cache())), family='places365')
-    seed_glyph_masks(tmp_path)
+    seed_glyphs(tmp_path)
     monkeypatch.setattr(G, 'make_glyph_universe', lambda *a: pytest.fail('a seeded cache made the images again'))
     found = G.glyph_universe(cfg, 0, ArtifactCache(str(tmp_path)), family='places365')
     assert (found['train'] == made['train']).all() and (found['eval_labels'] == made['eval_labels']).all()
