@@ -20,17 +20,18 @@ def tables() -> dict:
     import rm_epochs_ladder
     import simclr_screen
     import old_seen_unseen, ract_upgrade_probe, seed_cost, vit_screen
-    from standin_regime import coverage_table, doubling_table, summary
+    from standin_regime import coverage_table, doubling_table, seed_moves_table, summary
 
     screens = [str(p) for p in sorted((BENCH / 'recipe_screen').glob('*.csv'))]
     convergence = [str(p) for p in sorted((BENCH / 'convergence').glob('*.csv'))]
     identities = [str(p) for p in sorted((BENCH / 'family_identities').glob('*.csv'))]
     return {('docs/standin_regime.md', 'recipe screen'): doubling_table(screens),
             ('docs/standin_regime.md', 'convergence'): doubling_table(convergence, today=True),
+            ('docs/standin_regime.md', 'convergence per seed'): seed_moves_table(convergence),
             ('docs/standin_regime.md', 'seed cost'): seed_cost.table(screens),
             ('docs/standin_regime.md', 'old seen unseen'):
                 old_seen_unseen.summary(sorted((BENCH / 'old_seen_unseen').glob('*.csv'))),
-            ('docs/standin_regime.md', 'doubling noise'): doubling_noise.table(convergence + screens),
+            ('docs/standin_regime.md', 'doubling noise'): doubling_noise.table(screens, convergence),
             ('docs/standin_regime.md', 'convergence coverage'):
                 coverage_table(convergence, ROOT / 'results' / 'tiny' / 'runs'),
             ('docs/standin_regime.md', 'simclr screen'): simclr_screen.summary(BENCH / 'simclr_screen.csv'),

@@ -17,7 +17,7 @@ sqrt(2) sigma (the larger of top-1's and mAP's chance of failing counts: the rul
 verdicts: the mean rule (the mean move over the seeds within a point, top-1 and mAP), which the recipe's decision
 applies since the per-seed rule fails most converged kinds at this scatter, and the per-seed rule beside it:
 
-    python benchmarks/doubling_noise.py benchmarks/convergence/*.csv benchmarks/recipe_screen/*.csv
+    python benchmarks/doubling_noise.py benchmarks/recipe_screen/*.csv --convergence benchmarks/convergence/*.csv
 """
 import math
 import sys
@@ -69,9 +69,23 @@ def noise_rows(d: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table(paths) -> str:
-    "The markdown table docs/standin_regime.md shows (E: the schedule a row doubles; one recipe's rows are a block)."
-    d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+def convergence_rows(paths) -> pd.DataFrame:
+    """The convergence table's rows, those of models that are not today's (`todays_models`) under the candidate
+    'library (older code)', so that a pair re-measured in part pools no seed of older code with today's."""
+    from standin_regime import measured_name, todays_models
+    d = pd.concat([pd.read_csv(p).assign(named='artifact' in pd.read_csv(p, nrows=0)) for p in paths],
+                  ignore_index=True)
+    today = todays_models(d[d.named])
+    older = [not (n and (p, int(s), measured_name(m)) in today) for p, s, m, n in zip(d.pair, d.seed, d.model, d.named)]
+    d.loc[older, 'candidate'] = d.candidate[older] + ' (older code)'
+    return d.drop(columns='named')
+
+
+def table(paths, convergence=()) -> str:
+    """The markdown table docs/standin_regime.md shows (E: the schedule a row doubles; one recipe's rows are a block):
+    of the convergence CSVs `convergence` (today's models apart from older code's) and the screens' CSVs `paths`."""
+    d = pd.concat(([convergence_rows(convergence)] if convergence else []) + [pd.read_csv(p) for p in paths],
+                  ignore_index=True)
     r = noise_rows(d)
     out = ['| candidate | model | E | seeds | sigma of a run, top-1 / mAP | mean move (± s.e.), top-1 | '
            'mean move (± s.e.), mAP | largest move | chance a converged kind passes, every seed (mean rule) | '
@@ -91,4 +105,6 @@ def table(paths) -> str:
 
 if __name__ == '__main__':
     if len(sys.argv) < 2: sys.exit(__doc__)
-    print(table(sys.argv[1:]))
+    args = sys.argv[1:]
+    i = args.index('--convergence') if '--convergence' in args else len(args)
+    print(table(args[:i], args[i + 1:]))

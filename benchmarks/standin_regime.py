@@ -194,6 +194,34 @@ def unconverged(d, tolerance: float = 1.0) -> dict:
     return out
 
 
+def seed_moves_table(paths, tolerance: float = 1.0) -> str:
+    """Each seed's doubling of today's models (`todays_models`) in the convergence CSVs `paths`, a row per pair and
+    test ('BCT/BCT', 'BCT/old', 'new/FCT(old)'): top-1 and mAP at E and at 2E on each seed, the seed's largest move
+    in bold where it is over `tolerance`; what the docs' prose would otherwise quote by hand."""
+    import pandas as pd
+    d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    today = todays_models(d)
+    seeds = sorted({s for _, s, _ in today})
+    out = [f"| pair | test | E | {' | '.join(f'seed {s}: top-1, mAP at E → 2E (move)' for s in seeds)} |",
+           '|---|---|---|' + '---|'*len(seeds)]
+    d = d[[(p, int(s), measured_name(m)) in today for p, s, m in zip(d.pair, d.seed, d.model)]]
+    named = d[d.artifact.notna()]   # a cross-test ('BCT/old') names no artifact: its model's rows give E
+    Es = named.groupby([named.pair, named.model.map(measured_name)]).epochs.min()
+    for (pair, model), m in d.groupby(['pair', 'model'], sort=False):
+        E = int(Es[pair, measured_name(model)])
+        cells = []
+        for s in seeds:
+            a, b = m[(m.seed == s) & (m.epochs == E)], m[(m.seed == s) & (m.epochs == 2*E)]
+            if a.empty or b.empty: cells.append(''); continue
+            a, b = a.iloc[0], b.iloc[0]
+            move = max(abs(b.top1 - a.top1), abs(b.mAP - a.mAP))
+            cells.append(f"{a.top1:.1f} → {b.top1:.1f}, {a.mAP:.1f} → {b.mAP:.1f} "
+                         f"({f'**{move:.1f}**' if move > tolerance else f'{move:.1f}'})")
+        if any(cells):   # 'new/old' is tested at E only
+            out.append(f"| {pair} | {model} | {E} | {' | '.join(cells)} |")
+    return '\n'.join(out)
+
+
 def coverage_table(paths, runs: Path, tolerance: float = 1.0) -> str:
     """How much of what the tiny runs train the convergence table measures: per notebook, the backbones and
     transformations its committed runs of seeds 0-2 (`runs`: results/tiny/runs) used, how many of them are in the

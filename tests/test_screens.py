@@ -357,6 +357,26 @@ def test_doubling_noise_by_hand():
     assert y.mean_move_mAP == pytest.approx(0.3) and y.converged_mean and not y.converged_every_seed
 
 
+def test_doubling_noise_pools_no_older_code_with_today(tmp_path):
+    """A pair re-measured in part: the new model's seeds 0 and 1 under today's names, seed 2 of older code (no name).
+    The noise table pools no seed of one with the other: neither has three seeds, so the kind has no row; with seed 2
+    named too it has one, under 'library'; a file written before the names is 'library (older code)'."""
+    import doubling_noise as N
+    from standin_regime import pair_artifacts
+
+    def rows(named_seeds):
+        return [dict(candidate='library', recipe='{}', knobs='{}', pair='imagenet', model='new/new', epochs=E,
+                     seed=s, top1=50. + s + (E == 20), mAP=40., artifact=pair_artifacts('imagenet', s)[0]['new']
+                     if s in named_seeds and E == 10 else 'backbone/2E' if s in named_seeds else None)
+                for s in (0, 1, 2) for E in (10, 20)]
+    pd.DataFrame(rows({0, 1})).to_csv(tmp_path / 'part.csv', index=False)
+    assert len(N.table([], [tmp_path / 'part.csv']).splitlines()) == 2   # the header only
+    pd.DataFrame(rows({0, 1, 2})).to_csv(tmp_path / 'whole.csv', index=False)
+    assert N.table([], [tmp_path / 'whole.csv']).splitlines()[2].startswith('| library | new/new | 10 | 3 |')
+    pd.DataFrame(rows(set())).drop(columns='artifact').to_csv(tmp_path / 'older.csv', index=False)
+    assert N.table([], [tmp_path / 'older.csv']).splitlines()[2].startswith('| library (older code) | new/new | 10 |')
+
+
 def test_seed_cost_by_hand(tmp_path):
     """A seed's hours count each artifact once (the first run that made it) and are the mean over the seeds; the
     backbones scale by the candidate's CPU at E over the library's, the rest stays."""
@@ -391,6 +411,31 @@ def test_docs_show_the_committed_screens():
     import docs_tables
 
     assert not docs_tables.stale_blocks(), 'run python benchmarks/docs_tables.py'
+
+
+def test_seed_moves_show_each_seed_of_todays_models(tmp_path):
+    """The per-seed table of the convergence rows: one row per test of today's models, each seed's top-1 and mAP at E
+    and 2E with its largest move, in bold only past the point (here BCT's self-test moves 3 on seed 0, its test against
+    the old model 0.5, FCT 0.5); a model whose artifact is not today's has no row, and 'new/old' (tested at E only)
+    none."""
+    from standin_regime import pair_artifacts, seed_moves_table
+    table, _ = pair_artifacts('imagenet', 0)
+    moves = {'BCT/BCT': 3., 'BCT/old': .5, 'new/FCT(old)': .5}
+    rows = [dict(candidate='library', recipe='{}', knobs='{}', seed=0, pair='imagenet', model=model, epochs=E,
+                 top1=50. + (E == 20) * moves.get(model, 0.), mAP=40., chance=0.8, train_images=0, train_seconds=1.,
+                 cpu_seconds=1., artifact=None if '/old' in model else table[m] if E == 10 else 'x/2E')
+            for m, tests in (('BCT', ['BCT/BCT', 'BCT/old']), ('FCT', ['new/FCT(old)']),
+                             ('new', ['new/new', 'new/old']), ('RACT', ['RACT/RACT']))
+            for model in tests for E in ((10,) if model == 'new/old' else (10, 20))]
+    d = pd.DataFrame(rows)
+    d.loc[(d.model == 'RACT/RACT') & (d.epochs == 10), 'artifact'] = 'backbone/older'   # not today's RACT
+    d.to_csv(tmp_path / 'conv.csv', index=False)
+    lines = seed_moves_table([tmp_path / 'conv.csv']).splitlines()
+    assert lines[0] == '| pair | test | E | seed 0: top-1, mAP at E → 2E (move) |'
+    assert lines[2:] == ['| imagenet | BCT/BCT | 10 | 50.0 → 53.0, 40.0 → 40.0 (**3.0**) |',
+                         '| imagenet | BCT/old | 10 | 50.0 → 50.5, 40.0 → 40.0 (0.5) |',
+                         '| imagenet | new/FCT(old) | 10 | 50.0 → 50.5, 40.0 → 40.0 (0.5) |',
+                         '| imagenet | new/new | 10 | 50.0 → 50.0, 40.0 → 40.0 (0.0) |']
 
 
 def test_coverage_names_the_measured_models_short_of_converged(tmp_path):
