@@ -76,6 +76,14 @@ def test_standin_regime_screen_runs(tmp_path):
     assert d[g.str.endswith('(old)')].artifact.str.startswith('transformation/').all()
 
 
+def test_standin_regime_runs_a_transformation_alone(tmp_path):
+    """A transformation doubled on its own (the convergence table is measured model by model) ends without the lever
+    table, which reads backbones, and writes its two rows."""
+    args = ['--smoke', '--pairs', 'imagenet', '--models', 'FCT', '--double', '--epochs', '1', '--warmup-epochs', '0']
+    d = pd.read_csv(run_script('standin_regime', tmp_path, *args))   # a screen's checks ask for old and new rows
+    assert list(d.model) == ['new/FCT(old)'] * 2 and d.artifact.str.startswith('transformation/').all()
+
+
 def test_old_seen_unseen_splits_the_screens_models(tmp_path):
     """The probe rebuilds the screen's models from its CSV's recipe and knobs and finds them in its cache (it trains
     nothing); its 'all' rows are the screen's own numbers, and the two halves' queries add up to them."""
