@@ -72,13 +72,10 @@ def noise_rows(d: pd.DataFrame) -> pd.DataFrame:
 def convergence_rows(paths) -> pd.DataFrame:
     """The convergence table's rows, those of models that are not today's (`todays_models`) under the candidate
     'library (older code)', so that a pair re-measured in part pools no seed of older code with today's."""
-    from standin_regime import measured_name, todays_models
-    d = pd.concat([pd.read_csv(p).assign(named='artifact' in pd.read_csv(p, nrows=0)) for p in paths],
-                  ignore_index=True)
-    today = todays_models(d[d.named])
-    older = [not (n and (p, int(s), measured_name(m)) in today) for p, s, m, n in zip(d.pair, d.seed, d.model, d.named)]
-    d.loc[older, 'candidate'] = d.candidate[older] + ' (older code)'
-    return d.drop(columns='named')
+    from standin_regime import read_convergence
+    d = read_convergence(paths)
+    d.loc[~d.today, 'candidate'] = d.candidate[~d.today] + ' (older code)'
+    return d.drop(columns='today')
 
 
 def table(paths, convergence=()) -> str:

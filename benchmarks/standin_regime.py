@@ -194,17 +194,26 @@ def unconverged(d, tolerance: float = 1.0) -> dict:
     return out
 
 
+def read_convergence(paths):
+    """The rows of the convergence CSVs `paths`, with `today`: whether the row measures today's model
+    (`todays_models`). A file written before rows named their artifacts is older code, whatever its rows."""
+    import pandas as pd
+    d = pd.concat([pd.read_csv(f).assign(named=lambda x: 'artifact' in x) for f in paths], ignore_index=True)
+    current = todays_models(d)
+    d['today'] = [n and (p, int(s), measured_name(m)) in current
+                  for p, s, m, n in zip(d.pair, d.seed, d.model, d.named)]
+    return d.drop(columns='named')
+
+
 def seed_moves_table(paths, tolerance: float = 1.0) -> str:
     """Each seed's doubling of today's models (`todays_models`) in the convergence CSVs `paths`, a row per pair and
     test ('BCT/BCT', 'BCT/old', 'new/FCT(old)'): top-1 and mAP at E and at 2E on each seed, the seed's largest move
     in bold where it is over `tolerance`; what the docs' prose would otherwise quote by hand."""
-    import pandas as pd
-    d = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    today = todays_models(d)
-    seeds = sorted({s for _, s, _ in today})
+    d = read_convergence(paths)
+    d = d[d.today]
+    seeds = sorted(d.seed.unique())
     out = [f"| pair | test | E | {' | '.join(f'seed {s}: top-1, mAP at E → 2E (move)' for s in seeds)} |",
            '|---|---|---|' + '---|'*len(seeds)]
-    d = d[[(p, int(s), measured_name(m)) in today for p, s, m in zip(d.pair, d.seed, d.model)]]
     named = d[d.artifact.notna()]   # a cross-test ('BCT/old') names no artifact: its model's rows give E
     Es = named.groupby([named.pair, named.model.map(measured_name)]).epochs.min()
     for (pair, model), m in d.groupby(['pair', 'model'], sort=False):
@@ -293,6 +302,7 @@ def summary(paths, tolerance: float = 1.0) -> str:
     V = pd.DataFrame(verdicts(d, tolerance))
     out = ['| candidate | pair | seeds | old/old | new/new | BCT/BCT | RACT/RACT | new/old | premise (new above BCT, RACT) | '
            'old, new top-1 <= 90, >= 10 apart | new/old at chance | converged (doubling) | train min/model |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    if V.empty: return '\n'.join(out)   # no backbone's rows (transformations alone): nothing to judge
     for (cand, pair), g in d.groupby(['candidate', 'pair'], sort=False):
         base = g[g.epochs == g.epochs.min()]
         cell = lambda m: (lambda r: f"{r.top1.mean():.1f} / {r.mAP.mean():.1f}" if len(r) else '')(base[base.model == m])
@@ -333,14 +343,11 @@ def doubling_table(paths, tolerance: float = 1.0, today: bool = False) -> str:
     `today` (the convergence table): the rows of models that are not today's (`todays_models`) say 'older code' in
     the recipe column instead of the candidate's recipe."""
     import pandas as pd
-    # a file written before rows named their artifacts is older code, whatever the pair, seed and model of its rows
-    d = pd.concat([pd.read_csv(f).assign(named=lambda x: 'artifact' in x) for f in paths], ignore_index=True)
-    current = todays_models(d) if today else set()
+    d = read_convergence(paths) if today else pd.concat([pd.read_csv(f) for f in paths], ignore_index=True)
     out = ['| candidate | recipe | model | seeds | top-1 / mAP at E | at 2E | largest move | CPU min at E |',
            '|---|---|---|---|---|---|---|---|']
     # today's rows and an older recipe's are two blocks, each with its own verdict
-    older = pd.Series([today and not (n and (p, int(s), measured_name(m)) in current)
-                       for p, s, m, n in zip(d.pair, d.seed, d.model, d.named)], index=d.index)
+    older = ~d.today if today else pd.Series(False, index=d.index)
     for (cand, old), g in d.groupby([d.candidate, older], sort=False):
         levers = json.loads(g.recipe.iloc[0]) | json.loads(g.knobs.iloc[0])   # the stand-in's knobs too (n_train)
         recipe = 'older code' if old else (', '.join(f'{k}={v}' for k, v in levers.items() if k != 'warmup_epochs')
@@ -510,8 +517,7 @@ def main(argv=None):
                           f"mAP {m['mAP']:6.2f}", flush=True)
                     save()
             save()
-    if any('(' not in r['model'] for r in rows):   # the lever table reads backbones: none for transformations alone
-        print(summary([out], a.tolerance))
+    print(summary([out], a.tolerance))
     if a.double: print(doubling_table([out], a.tolerance))
 
 
